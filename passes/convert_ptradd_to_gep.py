@@ -1,0 +1,83 @@
+"""``convert-ptradd-to-gep``: byte offsets on pointers as ``getelementptr inbounds i8``.
+
+xDSL's ``convert-ptr-to-llvm`` turns ``ptr_xdsl.ptradd`` into ``ptrtoint`` /
+``add`` / ``inttoptr``. LLVM cannot reason about addresses made that way, and
+loop vectorization fails completely; a GEP restores ``<8 x double>`` loops.
+
+Preconditions: run after ``convert-memref-to-ptr`` and ``convert-ptr-type-offsets``
+and before ``convert-ptr-to-llvm``, which later rewrites ``!ptr_xdsl.ptr`` to
+``!llvm.ptr`` (the casts below then become identities that
+``reconcile-unrealized-casts`` removes). ``inbounds`` is sound because memref
+accesses stay inside their allocation. An ``index`` offset gets an
+``arith.index_cast`` to ``i64`` (a no-op once ``convert-index-to-i64`` ran).
+
+Before::
+
+    %q = ptr_xdsl.ptradd %p, %off : (!ptr_xdsl.ptr, index) -> !ptr_xdsl.ptr
+
+After::
+
+    %0 = builtin.unrealized_conversion_cast %p : !ptr_xdsl.ptr to !llvm.ptr
+    %1 = arith.index_cast %off : index to i64
+    %2 = llvm.getelementptr inbounds %0[%1] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %q = builtin.unrealized_conversion_cast %2 : !llvm.ptr to !ptr_xdsl.ptr
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, llvm, ptr
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerType,
+    ModuleOp,
+    UnrealizedConversionCastOp,
+    i8,
+    i64,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from .errors import LoweringError
+
+PASS_NAME = "convert-ptradd-to-gep"
+
+
+class PtrAddToGEP(RewritePattern):
+    """``ptr_xdsl.ptradd`` -> ``llvm.getelementptr inbounds i8`` between casts."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ptr.PtrAddOp, rewriter: PatternRewriter, /) -> None:
+        new_ops: list[Operation] = []
+        offset: SSAValue = op.offset
+        if isinstance(offset.type, IndexType):
+            cast = arith.IndexCastOp(offset, i64)
+            new_ops.append(cast)
+            offset = cast.result
+        elif not isinstance(offset.type, IntegerType):
+            raise LoweringError(PASS_NAME, op.name, f"offset of type {offset.type}")
+        base = UnrealizedConversionCastOp.get([op.addr], [llvm.LLVMPointerType()])
+        gep = llvm.GEPOp.from_mixed_indices(base.results[0], [offset], i8, inbounds=True)
+        back = UnrealizedConversionCastOp.get([gep.result], [ptr.PtrType()])
+        rewriter.replace(op, [*new_ops, base, gep, back])
+
+
+@dataclass(frozen=True)
+class ConvertPtrAddToGEPPass(ModulePass):
+    """Rewrite every ``ptr_xdsl.ptradd`` as an ``inbounds`` byte GEP."""
+
+    name = "convert-ptradd-to-gep"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(PtrAddToGEP(), apply_recursively=False).rewrite_module(op)
+        for inner in op.walk():
+            if isinstance(inner, ptr.PtrAddOp):
+                raise LoweringError(PASS_NAME, inner.name, "left over")

@@ -1,0 +1,85 @@
+"""Helpers shared by the ``convert-*-to-llvm`` passes.
+
+Small and dialect-agnostic: fastmath flag translation, intrinsic name mangling
+(``f64``, ``v8f64``, ``i32``) and the leftover check every conversion pass ends with.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    IndexType,
+    IntegerType,
+    ModuleOp,
+    VectorType,
+)
+from xdsl.dialects.utils.fast_math import FastMathAttrBase, FastMathFlag
+from xdsl.ir import Attribute, Operation
+
+from .errors import LoweringError
+
+
+def llvm_fastmath(
+    flags: FastMathAttrBase | None, *, contract: bool = False
+) -> llvm.FastMathAttr:
+    """The ``#llvm.fastmath`` equivalent of an ``#arith.fastmath`` attribute.
+
+    With ``contract=True`` the ``contract`` flag is added, which lets LLVM fuse
+    ``a * b + c`` into an FMA and nothing else.
+    """
+    chosen: set[FastMathFlag] = set(flags.data) if flags is not None else set()
+    if contract:
+        chosen.add(FastMathFlag.ALLOW_CONTRACT)
+    if not chosen:
+        return llvm.FastMathAttr(None)
+    return llvm.FastMathAttr(sorted(chosen, key=list(FastMathFlag).index))
+
+
+def element_type(typ: Attribute) -> Attribute:
+    """The element type of a vector, else the type itself."""
+    return typ.element_type if isinstance(typ, VectorType) else typ
+
+
+def intrinsic_suffix(typ: Attribute) -> str:
+    """LLVM's overload suffix for a type: ``f64``, ``f32``, ``i64``, ``v8f64``.
+
+    Raises ``TypeError`` for types LLVM intrinsics are not overloaded on.
+    """
+    if isinstance(typ, VectorType):
+        if typ.get_num_dims() != 1:
+            raise TypeError(f"no intrinsic suffix for multi-dimensional {typ}")
+        return f"v{typ.get_shape()[0]}{intrinsic_suffix(typ.element_type)}"
+    if isinstance(typ, AnyFloat):
+        return f"f{typ.bitwidth}"
+    if isinstance(typ, IntegerType):
+        return f"i{typ.width.data}"
+    raise TypeError(f"no intrinsic suffix for type {typ}")
+
+
+def same_width_int(typ: Attribute) -> Attribute:
+    """The integer type (or vector of it) with the bit width of a float type."""
+    elem = element_type(typ)
+    assert isinstance(elem, AnyFloat), f"expected a float type, got {elem}"
+    as_int = IntegerType(elem.bitwidth)
+    if isinstance(typ, VectorType):
+        return VectorType(as_int, typ.get_shape())
+    return as_int
+
+
+def has_index_type(op: Operation) -> bool:
+    """Whether any operand or result of ``op`` is (a vector of) ``index``."""
+    return any(
+        isinstance(element_type(v.type), IndexType) for v in (*op.operands, *op.results)
+    )
+
+
+def check_no_leftover(module: ModuleOp, prefixes: tuple[str, ...], pass_name: str) -> None:
+    """Raise :class:`LoweringError` for the first op whose name starts with a prefix.
+
+    Every conversion pass calls this last, so an op its patterns did not match
+    is reported by name instead of surfacing later as an obscure backend error.
+    """
+    for op in module.walk():
+        if op.name.startswith(prefixes):
+            raise LoweringError(pass_name, op.name, "no conversion rule matched")

@@ -1,0 +1,321 @@
+"""The eager tape: record graphs as they run, then walk them backward.
+
+Each call of ``Recorder.record_graph`` that has an input requiring gradients creates one
+``Trace`` node holding the ``RecordedGraph`` and the data transpose may need. ``backward``
+sorts the nodes reachable from an output, visits them in reverse and, per node, asks a
+``BackwardExecutor`` to
+
+1. linearize the node for its active output slots (``linearize_recorded_graph``),
+2. evaluate the residuals of that linear graph from the saved data (``execute_forward``),
+3. run the transposed linear map on the incoming cotangents (``run_transposed_linear``),
+
+then accumulates the input cotangents with ``add_operands``. The tape never looks at the
+operands themselves: a scalar primitive set with float operands works as well as numpy.
+"""
+
+from __future__ import annotations
+
+import itertools
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, fresh_pass_id, linearize
+from tidu_compile.graph import Graph, GraphBuilder, Input, Primary, ValueKey, resolve
+
+__all__ = [
+    "BackwardExecutor",
+    "EagerInput",
+    "EagerKey",
+    "EagerOutput",
+    "KeySource",
+    "CountingKeySource",
+    "RecordedGraph",
+    "Recorder",
+    "Trace",
+    "backward",
+]
+
+
+# --------------------------------------------------------------------------- keys
+
+
+@dataclass(frozen=True, slots=True)
+class EagerKey:
+    """A raw key handed out by ``CountingKeySource``; tangents add a pass id."""
+
+    index: int
+    passes: tuple[int, ...] = ()
+
+    def tangent_of(self, pass_id: int) -> EagerKey:
+        return EagerKey(self.index, self.passes + (pass_id,))
+
+
+class KeySource(ABC):
+    """Hands out raw keys never used before."""
+
+    @abstractmethod
+    def fresh_input_key(self) -> Hashable: ...
+
+
+class CountingKeySource(KeySource):
+    """``EagerKey(0)``, ``EagerKey(1)``, ...; thread-safe (``itertools.count`` is atomic)."""
+
+    def __init__(self) -> None:
+        self._counter = itertools.count()
+
+    def fresh_input_key(self) -> EagerKey:
+        return EagerKey(next(self._counter))
+
+
+# --------------------------------------------------------------------------- graphs
+
+
+def _value_key(key: Hashable) -> ValueKey:
+    return key if isinstance(key, Input) else Input(key)
+
+
+class RecordedGraph:
+    """A graph as recorded on the tape, with its input and output keys in graph order."""
+
+    __slots__ = ("graph", "input_keys", "output_keys", "__weakref__")
+
+    def __init__(
+        self, graph: Graph, input_keys: Sequence[ValueKey], output_keys: Sequence[ValueKey]
+    ) -> None:
+        if not isinstance(graph, Graph):
+            raise TypeError(f"graph: expected a Graph, got {type(graph).__name__}")
+        self.graph = graph
+        self.input_keys = tuple(input_keys)
+        self.output_keys = tuple(output_keys)
+        if list(self.input_keys) != graph.input_keys():
+            raise ValueError(
+                "input_keys: must list the graph's input keys in graph order, "
+                f"got {list(self.input_keys)!r}, graph has {graph.input_keys()!r}"
+            )
+        if list(self.output_keys) != graph.output_keys():
+            raise ValueError(
+                "output_keys: must list the graph's output keys in graph order "
+                f"({len(graph.outputs)} outputs), got {len(self.output_keys)} keys"
+            )
+
+    @classmethod
+    def from_primitive(cls, op: Any, input_keys: Sequence[Hashable]) -> RecordedGraph:
+        """A one-operation graph ``op(input_keys...)``; keys may be raw or ``Input(k)``."""
+        builder = GraphBuilder()
+        ids = [builder.add_input(_value_key(k).key) for k in input_keys]
+        outputs = builder.add_operation(op, ids, Primary())
+        builder.set_outputs(outputs)
+        graph = builder.build()
+        return cls(graph, graph.input_keys(), graph.output_keys())
+
+    def linearize(self, output_slots: Sequence[int], ctx: Any = None) -> LinearizedGraph:
+        """JVP graph of the given output slots with respect to every input."""
+        for slot in output_slots:
+            if not isinstance(slot, int) or not 0 <= slot < len(self.output_keys):
+                raise ValueError(
+                    f"output_slots: slot {slot!r} out of range for a graph with "
+                    f"{len(self.output_keys)} outputs"
+                )
+        return linearize(
+            resolve(self.graph),
+            [self.output_keys[s] for s in output_slots],
+            [k.key for k in self.input_keys if isinstance(k, Input)],
+            fresh_pass_id(),
+            ctx,
+        )
+
+    def __repr__(self) -> str:
+        ops = ", ".join(type(n.operation).__name__ for n in self.graph.operations)
+        return f"RecordedGraph([{ops}], {len(self.input_keys)} in, {len(self.output_keys)} out)"
+
+
+# --------------------------------------------------------------------------- tape
+
+
+@dataclass(frozen=True, slots=True)
+class EagerInput:
+    """An input to a recorded graph: its tape key, producing trace and data."""
+
+    key: ValueKey
+    trace: Trace | None
+    requires_grad: bool
+    data: Any
+
+
+@dataclass(frozen=True, slots=True)
+class EagerOutput:
+    """An output of a recorded graph: a fresh tape key and the node that made it."""
+
+    key: ValueKey
+    trace: Trace | None
+    requires_grad: bool
+    output_slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Edge:
+    key: ValueKey
+    trace: Trace | None
+    requires_grad: bool
+
+
+class Trace:
+    """One tape node: a recorded graph, its input edges, output keys and saved data."""
+
+    __slots__ = ("graph", "inputs", "output_keys", "saved_values", "__weakref__")
+
+    def __init__(
+        self,
+        graph: RecordedGraph,
+        inputs: tuple[_Edge, ...],
+        output_keys: tuple[ValueKey, ...],
+        saved_values: dict[ValueKey, Any],
+    ) -> None:
+        self.graph = graph
+        self.inputs = inputs
+        self.output_keys = output_keys
+        self.saved_values = saved_values
+
+    def __repr__(self) -> str:
+        return f"Trace({self.graph!r})"
+
+
+class Recorder:
+    """Records graphs on the tape, handing out fresh keys from ``key_source``."""
+
+    def __init__(self, key_source: KeySource | None = None) -> None:
+        self.key_source = key_source if key_source is not None else CountingKeySource()
+
+    def fresh_input_keys(self, count: int) -> list[ValueKey]:
+        return [Input(self.key_source.fresh_input_key()) for _ in range(count)]
+
+    def record_graph(
+        self,
+        graph: RecordedGraph,
+        inputs: Sequence[EagerInput],
+        outputs: Sequence[Any],
+        retained_values: Mapping[ValueKey, Any] | None = None,
+    ) -> list[EagerOutput]:
+        """Record ``graph`` applied to ``inputs`` that produced the data ``outputs``.
+
+        A trace node is created only when some input requires gradients; its saved data
+        are the inputs' data under the graph's input keys plus ``retained_values``.
+        """
+        if len(inputs) != len(graph.input_keys):
+            raise ValueError(
+                f"inputs: the graph takes {len(graph.input_keys)} inputs, got {len(inputs)}"
+            )
+        if len(outputs) != len(graph.output_keys):
+            raise ValueError(
+                f"outputs: the graph has {len(graph.output_keys)} outputs, got {len(outputs)}"
+            )
+        keys = self.fresh_input_keys(len(outputs))
+        if not any(i.requires_grad for i in inputs):
+            return [EagerOutput(k, None, False, s) for s, k in enumerate(keys)]
+        saved = {gk: i.data for gk, i in zip(graph.input_keys, inputs, strict=True)}
+        if retained_values:
+            saved.update(retained_values)
+        edges = tuple(_Edge(i.key, i.trace, i.requires_grad) for i in inputs)
+        trace = Trace(graph, edges, tuple(keys), saved)
+        return [EagerOutput(k, trace, True, s) for s, k in enumerate(keys)]
+
+
+# --------------------------------------------------------------------------- backward
+
+
+class BackwardExecutor(ABC):
+    """What ``backward`` calls for each tape node; see tidu's ``BackwardExecutor``."""
+
+    @abstractmethod
+    def execute_forward(self, graph: PrimitiveGraph, initial_data: Mapping[ValueKey, Any]) -> dict:
+        """Evaluate the residual (primal) values of ``graph`` from ``initial_data``."""
+
+    @abstractmethod
+    def run_transposed_linear(
+        self,
+        linear: LinearizedGraph,
+        cotangent_out: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+        ctx: Any,
+    ) -> list:
+        """Apply the transpose of ``linear``.
+
+        ``cotangent_out`` has one cotangent per entry of ``linear.tangent_outputs``
+        (entries whose tangent output is None are ignored). Returns one cotangent (or
+        None) per entry of ``linear.tangent_inputs``.
+        """
+
+    @abstractmethod
+    def add_operands(self, a: Any, b: Any) -> Any:
+        """``a + b`` for two cotangents of one value."""
+
+    def linearize_recorded_graph(
+        self, graph: RecordedGraph, output_slots: Sequence[int], ctx: Any
+    ) -> LinearizedGraph:
+        """Linearize one node; override to memoize per node structure."""
+        return graph.linearize(output_slots, ctx)
+
+
+def _reverse_topological(output_trace: Trace) -> list[Trace]:
+    """Nodes reachable from ``output_trace``, consumers first (iterative DFS)."""
+    order: list[Trace] = []
+    visited: set[int] = set()
+    stack: list[tuple[Trace, bool]] = [(output_trace, False)]
+    while stack:
+        trace, expanded = stack.pop()
+        if expanded:
+            order.append(trace)
+            continue
+        if id(trace) in visited:
+            continue
+        visited.add(id(trace))
+        stack.append((trace, True))
+        for edge in trace.inputs:
+            if edge.trace is not None and id(edge.trace) not in visited:
+                stack.append((edge.trace, False))
+    order.reverse()
+    return order
+
+
+def backward(
+    output_key: ValueKey,
+    output_trace: Trace | None,
+    seed: Any,
+    executor: BackwardExecutor,
+    ctx: Any = None,
+) -> dict[ValueKey, Any]:
+    """Reverse-mode sweep from ``output_key`` seeded with ``seed``.
+
+    Returns the accumulated cotangent of every tape value reached that requires
+    gradients (including ``output_key`` itself), keyed by tape value key.
+    """
+    if not isinstance(executor, BackwardExecutor):
+        raise TypeError(f"executor: expected a BackwardExecutor, got {type(executor).__name__}")
+    cotangents: dict[ValueKey, Any] = {output_key: seed}
+    if output_trace is None:
+        return cotangents
+    if output_key not in output_trace.output_keys:
+        raise ValueError(f"output_key: {output_key!r} is not an output of output_trace")
+    for node in _reverse_topological(output_trace):
+        incoming = [cotangents.get(k) for k in node.output_keys]
+        slots = [s for s, ct in enumerate(incoming) if ct is not None]
+        if not slots:
+            continue
+        linear = executor.linearize_recorded_graph(node.graph, slots, ctx)
+        forward = executor.execute_forward(PrimitiveGraph(linear.graph), node.saved_values)
+        results = executor.run_transposed_linear(
+            linear, [incoming[s] for s in slots], forward, ctx
+        )
+        if len(results) != len(node.inputs):
+            raise ValueError(
+                f"executor {type(executor).__name__}.run_transposed_linear returned "
+                f"{len(results)} cotangents for a node with {len(node.inputs)} inputs"
+            )
+        for edge, ct in zip(node.inputs, results, strict=True):
+            if ct is None or not edge.requires_grad:
+                continue
+            previous = cotangents.get(edge.key)
+            cotangents[edge.key] = ct if previous is None else executor.add_operands(previous, ct)
+    return cotangents

@@ -1,0 +1,1 @@
+"""Backward executors: the numpy reference and the compiling executor."""

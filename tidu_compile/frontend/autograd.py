@@ -1,0 +1,67 @@
+"""``grad`` and the shared backward driver of the frontend."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tidu_compile.eager import BackwardExecutor, backward
+from tidu_compile.frontend.state import get_default_executor
+from tidu_compile.frontend.tensor import Tensor
+from tidu_compile.graph import ValueKey
+
+__all__ = ["grad", "run_backward"]
+
+
+def _seed_for(output: Tensor, seed: Any) -> np.ndarray:
+    if seed is None:
+        if output.shape != ():
+            raise ValueError(
+                f"seed: the output has shape {output.shape}; a seed is required for a "
+                "non-scalar output"
+            )
+        return np.ones((), dtype=output.dtype)
+    array = seed.numpy() if isinstance(seed, Tensor) else np.asarray(seed)
+    if array.shape != output.shape:
+        raise ValueError(f"seed: shape {array.shape} does not match the output's {output.shape}")
+    if not np.can_cast(array.dtype, output.dtype, casting="same_kind"):
+        raise TypeError(f"seed: dtype {array.dtype} cannot be cast to the output's {output.dtype}")
+    return np.array(array, dtype=output.dtype, copy=True)
+
+
+def run_backward(
+    output: Tensor, seed: Any, executor: BackwardExecutor | None
+) -> dict[ValueKey, Any]:
+    """Cotangents of every tape value reached from ``output``, by tape key."""
+    if not isinstance(output, Tensor):
+        raise TypeError(f"output: expected a Tensor, got {type(output).__name__}")
+    if not output.requires_grad:
+        raise ValueError("output: does not require gradients (no input requires grad)")
+    executor = executor if executor is not None else get_default_executor()
+    return backward(output._key, output._trace, _seed_for(output, seed), executor)
+
+
+def grad(
+    output: Tensor,
+    inputs: Tensor | Sequence[Tensor],
+    seed: Any = None,
+    executor: BackwardExecutor | None = None,
+) -> list[np.ndarray | None]:
+    """Gradients of ``output`` with respect to ``inputs`` (vector-Jacobian product with ``seed``).
+
+    Returns one numpy array per input, with that input's dtype, or None for an input
+    with no path to ``output``. Inputs may be intermediate tensors.
+    """
+    if isinstance(inputs, Tensor):
+        inputs = [inputs]
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"inputs[{i}]: expected a Tensor, got {type(t).__name__}")
+    cotangents = run_backward(output, seed, executor)
+    result: list[np.ndarray | None] = []
+    for t in inputs:
+        ct = cotangents.get(t._key) if t.requires_grad else None
+        result.append(None if ct is None else np.array(ct, dtype=t.dtype, copy=True))
+    return result

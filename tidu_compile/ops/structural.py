@@ -1,0 +1,315 @@
+"""Shape primitives and contractions: all linear, each transposed by its adjoint.
+
+=====================  ===========================================================
+op                     transpose
+=====================  ===========================================================
+broadcast_in_dim       reduce_sum over the broadcast dims (then reshape)
+reduce_sum             broadcast_in_dim back to the operand shape
+reshape                reshape back
+transpose(perm)        transpose(inverse perm)
+dot_general            dot_general of the cotangent with conj(other operand)
+=====================  ===========================================================
+
+Ops carry the static shapes their transposes need (``operand_shape``), so rules never
+need type information at build time.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from dataclasses import dataclass
+
+import numpy as np
+
+from tidu_compile.ops.base import DIFFERENTIABLE_DTYPES, TensorOp, TensorType, active, apply, linear
+
+
+def _check_operand_shape(op: TensorOp, t: TensorType, expected: tuple[int, ...]) -> None:
+    if t.shape != tuple(expected):
+        raise ValueError(f"{op!r}: operand has shape {t.shape}, expected {tuple(expected)}")
+
+
+@dataclass(frozen=True)
+class BroadcastInDim(TensorOp):
+    """Operand dim ``i`` becomes result dim ``broadcast_dimensions[i]`` (size 1 or equal)."""
+
+    shape: tuple[int, ...]
+    broadcast_dimensions: tuple[int, ...]
+    operand_shape: tuple[int, ...]
+    input_count = 1
+
+    def __post_init__(self) -> None:
+        dims, rank = self.broadcast_dimensions, len(self.shape)
+        if len(dims) != len(self.operand_shape):
+            raise ValueError(
+                f"BroadcastInDim: broadcast_dimensions {dims} must have one entry per "
+                f"operand dim {self.operand_shape}"
+            )
+        if list(dims) != sorted(set(dims)) or any(not 0 <= d < rank for d in dims):
+            raise ValueError(
+                f"BroadcastInDim: broadcast_dimensions {dims} must increase within 0..{rank - 1}"
+            )
+        for size, d in zip(self.operand_shape, dims, strict=True):
+            if size not in (1, self.shape[d]):
+                raise ValueError(
+                    f"BroadcastInDim: operand dim of size {size} cannot broadcast to "
+                    f"{self.shape[d]} (result dim {d})"
+                )
+
+    def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
+        self.check_arity(inputs)
+        _check_operand_shape(self, inputs[0], self.operand_shape)
+        return (TensorType(tuple(self.shape), inputs[0].dtype),)
+
+    def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        expanded = [1] * len(self.shape)
+        for size, d in zip(self.operand_shape, self.broadcast_dimensions, strict=True):
+            expanded[d] = size
+        return (np.broadcast_to(arrays[0].reshape(expanded), self.shape),)
+
+    def summed_dims(self) -> tuple[int, ...]:
+        """Result dims that the transpose sums over."""
+        kept = {
+            d
+            for size, d in zip(self.operand_shape, self.broadcast_dimensions, strict=True)
+            if size == self.shape[d]
+        }
+        return tuple(d for d in range(len(self.shape)) if d not in kept)
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        return [linear(b, self, [ts[0]], (True,))]
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        axes = self.summed_dims()
+        ct = cts[0]
+        if axes:
+            ct = linear(b, ReduceSum(axes, tuple(self.shape)), [ct], (True,))
+        reduced = tuple(s for d, s in enumerate(self.shape) if d not in axes)
+        if reduced != tuple(self.operand_shape):
+            ct = linear(b, Reshape(tuple(self.operand_shape), reduced), [ct], (True,))
+        return [ct]
+
+
+@dataclass(frozen=True)
+class ReduceSum(TensorOp):
+    """Sum over ``axes`` (sorted, unique), removing them."""
+
+    axes: tuple[int, ...]
+    operand_shape: tuple[int, ...]
+    input_count = 1
+
+    def __post_init__(self) -> None:
+        rank = len(self.operand_shape)
+        if list(self.axes) != sorted(set(self.axes)) or any(
+            not 0 <= a < rank for a in self.axes
+        ):
+            raise ValueError(f"ReduceSum: axes {self.axes} must increase within 0..{rank - 1}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(s for d, s in enumerate(self.operand_shape) if d not in self.axes)
+
+    def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
+        self.check_arity(inputs)
+        _check_operand_shape(self, inputs[0], self.operand_shape)
+        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
+        return (TensorType(self.shape, inputs[0].dtype),)
+
+    def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.asarray(np.sum(arrays[0], axis=self.axes), dtype=arrays[0].dtype),)
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        return [linear(b, self, [ts[0]], (True,))]
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        kept = tuple(d for d in range(len(self.operand_shape)) if d not in self.axes)
+        op = BroadcastInDim(tuple(self.operand_shape), kept, self.shape)
+        return [linear(b, op, [cts[0]], (True,))]
+
+
+@dataclass(frozen=True)
+class Reshape(TensorOp):
+    """Row-major reshape to ``shape``."""
+
+    shape: tuple[int, ...]
+    operand_shape: tuple[int, ...]
+    input_count = 1
+
+    def __post_init__(self) -> None:
+        if math.prod(self.shape) != math.prod(self.operand_shape):
+            raise ValueError(
+                f"Reshape: cannot reshape {self.operand_shape} "
+                f"({math.prod(self.operand_shape)} elements) to {self.shape}"
+            )
+
+    def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
+        self.check_arity(inputs)
+        _check_operand_shape(self, inputs[0], self.operand_shape)
+        return (TensorType(tuple(self.shape), inputs[0].dtype),)
+
+    def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (arrays[0].reshape(self.shape),)
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        return [linear(b, self, [ts[0]], (True,))]
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        return [linear(b, Reshape(self.operand_shape, self.shape), [cts[0]], (True,))]
+
+
+@dataclass(frozen=True)
+class Transpose(TensorOp):
+    """Result dim ``i`` is operand dim ``permutation[i]``."""
+
+    permutation: tuple[int, ...]
+    input_count = 1
+
+    def __post_init__(self) -> None:
+        if sorted(self.permutation) != list(range(len(self.permutation))):
+            raise ValueError(f"Transpose: {self.permutation} is not a permutation")
+
+    def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
+        self.check_arity(inputs)
+        t = inputs[0]
+        if t.ndim != len(self.permutation):
+            raise ValueError(f"{self!r}: operand has rank {t.ndim}")
+        return (TensorType(tuple(t.shape[p] for p in self.permutation), t.dtype),)
+
+    def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.transpose(arrays[0], self.permutation),)
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        return [linear(b, self, [ts[0]], (True,))]
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        inverse = tuple(int(i) for i in np.argsort(self.permutation))
+        return [linear(b, Transpose(inverse), [cts[0]], (True,))]
+
+
+@dataclass(frozen=True)
+class DotGeneral(TensorOp):
+    """Contraction with JAX's dimension numbers; result dims: batch, lhs free, rhs free.
+
+    ``matmul(A[m,k], B[k,n])`` is ``DotGeneral((1,), (0,), (), (), (m, k), (k, n))``.
+    """
+
+    lhs_contracting: tuple[int, ...]
+    rhs_contracting: tuple[int, ...]
+    lhs_batch: tuple[int, ...]
+    rhs_batch: tuple[int, ...]
+    lhs_shape: tuple[int, ...]
+    rhs_shape: tuple[int, ...]
+    input_count = 2
+
+    def __post_init__(self) -> None:
+        pairs = [(self.lhs_contracting, self.rhs_contracting), (self.lhs_batch, self.rhs_batch)]
+        for lhs_dims, rhs_dims in pairs:
+            if len(lhs_dims) != len(rhs_dims):
+                raise ValueError(f"DotGeneral: {lhs_dims} and {rhs_dims} differ in length")
+            for l_dim, r_dim in zip(lhs_dims, rhs_dims, strict=True):
+                if self.lhs_shape[l_dim] != self.rhs_shape[r_dim]:
+                    raise ValueError(
+                        f"DotGeneral: lhs dim {l_dim} (size {self.lhs_shape[l_dim]}) does not "
+                        f"match rhs dim {r_dim} (size {self.rhs_shape[r_dim]})"
+                    )
+        for name, dims, rank in (
+            ("lhs", self.lhs_contracting + self.lhs_batch, len(self.lhs_shape)),
+            ("rhs", self.rhs_contracting + self.rhs_batch, len(self.rhs_shape)),
+        ):
+            if len(set(dims)) != len(dims) or any(not 0 <= d < rank for d in dims):
+                raise ValueError(f"DotGeneral: {name} dims {dims} repeat or exceed rank {rank}")
+
+    def free_dims(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        lhs = self.lhs_contracting + self.lhs_batch
+        rhs = self.rhs_contracting + self.rhs_batch
+        return (
+            tuple(d for d in range(len(self.lhs_shape)) if d not in lhs),
+            tuple(d for d in range(len(self.rhs_shape)) if d not in rhs),
+        )
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        lhs_free, rhs_free = self.free_dims()
+        return (
+            tuple(self.lhs_shape[d] for d in self.lhs_batch)
+            + tuple(self.lhs_shape[d] for d in lhs_free)
+            + tuple(self.rhs_shape[d] for d in rhs_free)
+        )
+
+    def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
+        self.check_arity(inputs)
+        lhs, rhs = inputs
+        _check_operand_shape(self, lhs, self.lhs_shape)
+        _check_operand_shape(self, rhs, self.rhs_shape)
+        if lhs.dtype != rhs.dtype:
+            raise TypeError(f"{self!r}: lhs has dtype {lhs.dtype}, rhs has {rhs.dtype}")
+        self.check_dtype(lhs, DIFFERENTIABLE_DTYPES, "lhs")
+        return (TensorType(self.shape, lhs.dtype),)
+
+    def einsum_spec(self) -> str:
+        letters = iter(string.ascii_letters)
+        lhs = [next(letters) for _ in self.lhs_shape]
+        rhs = [next(letters) for _ in self.rhs_shape]
+        for l_dim, r_dim in zip(
+            self.lhs_contracting + self.lhs_batch, self.rhs_contracting + self.rhs_batch,
+            strict=True,
+        ):
+            rhs[r_dim] = lhs[l_dim]
+        lhs_free, rhs_free = self.free_dims()
+        out = [lhs[d] for d in self.lhs_batch] + [lhs[d] for d in lhs_free]
+        out += [rhs[d] for d in rhs_free]
+        return f"{''.join(lhs)},{''.join(rhs)}->{''.join(out)}"
+
+    def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        result = np.einsum(self.einsum_spec(), arrays[0], arrays[1], optimize=True)
+        return (np.asarray(result, dtype=arrays[0].dtype),)
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        dx, dy = ts
+        left = linear(b, self, [dx, xs[1]], (True, False)) if dx is not None else None
+        right = linear(b, self, [xs[0], dy], (False, True)) if dy is not None else None
+        if left is None or right is None:
+            return [left if right is None else right]
+        from tidu_compile.ops.elementwise import Add
+
+        return [linear(b, Add(), [left, right], (True, True))]
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        from tidu_compile.ops.complex_ops import Conj
+
+        out: list[int | None] = [None, None]
+        for side in (0, 1):
+            if active(role, side):
+                other = apply(b, Conj(), [inputs[1 - side]])
+                out[side] = self._transpose_side(b, cts[0], other, side)
+        return out
+
+    def _transpose_side(self, b, ct: int, other, side: int) -> int:  # type: ignore[no-untyped-def]
+        """Cotangent of one operand: ``dot_general(ct, conj(other))`` then a transpose.
+
+        Follows JAX's ``_dot_general_transpose_lhs``; the rhs case swaps the operands.
+        """
+        if side == 0:
+            x_contract, y_contract = self.lhs_contracting, self.rhs_contracting
+            x_batch, y_batch = self.lhs_batch, self.rhs_batch
+            x_shape, y_shape = self.lhs_shape, self.rhs_shape
+        else:
+            x_contract, y_contract = self.rhs_contracting, self.lhs_contracting
+            x_batch, y_batch = self.rhs_batch, self.lhs_batch
+            x_shape, y_shape = self.rhs_shape, self.lhs_shape
+        x_kept = [d for d in range(len(x_shape)) if d not in x_contract + x_batch]
+        y_kept = [d for d in range(len(y_shape)) if d not in y_contract + y_batch]
+        n_batch = len(x_batch)
+        if side == 0:  # result layout: batch, x free, y free
+            ans_y = tuple(range(n_batch + len(x_kept), n_batch + len(x_kept) + len(y_kept)))
+        else:  # result layout: batch, y free (lhs), x free (rhs)
+            ans_y = tuple(range(n_batch, n_batch + len(y_kept)))
+        ans_batch = tuple(range(n_batch))
+        dot = DotGeneral(ans_y, tuple(y_kept), ans_batch, y_batch, self.shape, tuple(y_shape))
+        x_bar = linear(b, dot, [ct, other], (True, False))
+        x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract)]
+        out_axes = tuple(int(i) for i in np.argsort(list(x_batch) + x_kept + x_contract_by_y))
+        if out_axes != tuple(range(len(out_axes))):
+            x_bar = linear(b, Transpose(out_axes), [x_bar], (True,))
+        return x_bar

@@ -1,0 +1,1 @@
+"""tidu_compile.tools"""
