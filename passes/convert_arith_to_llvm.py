@@ -336,6 +336,6 @@ class ConvertArithToLLVMPass(ModulePass):
             RejectUnsupported(),
         ]
         PatternRewriteWalker(
-            GreedyRewritePatternApplier(patterns), apply_recursively=False
+            GreedyRewritePatternApplier(patterns, dce_enabled=False), apply_recursively=False
         ).rewrite_module(op)
         check_no_leftover(op, ("arith.",), self.name)

@@ -149,7 +149,9 @@ class ConvertFuncToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([ReturnAndCallToLLVM(), FuncToLLVM(self.noalias)]),
+            GreedyRewritePatternApplier(
+                [ReturnAndCallToLLVM(), FuncToLLVM(self.noalias)], dce_enabled=False
+            ),
             walk_regions_first=True,
             apply_recursively=False,
         ).rewrite_module(op)

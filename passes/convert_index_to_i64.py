@@ -37,10 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, llvm
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    FunctionType,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -53,6 +51,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from .errors import LoweringError
+from .lowering_utils import map_types_in_attr, retype_in_place
 
 PASS_NAME = "convert-index-to-i64"
 
@@ -70,30 +69,9 @@ def convert_type(typ: Attribute) -> Attribute:
 
 def _convert_attr(attr: Attribute) -> Attribute:
     """Rebuild the attribute kinds that can carry ``index``; same object if none."""
-    match attr:
-        case IndexType() | VectorType():
-            return convert_type(attr)
-        case IntegerAttr() if isinstance(attr.type, IndexType):
-            return IntegerAttr(attr.value.data, i64)
-        case FunctionType():
-            inputs = [convert_type(t) for t in attr.inputs]
-            outputs = [convert_type(t) for t in attr.outputs]
-            if inputs == list(attr.inputs) and outputs == list(attr.outputs):
-                return attr
-            return FunctionType.from_lists(inputs, outputs)
-        case llvm.LLVMFunctionType():
-            inputs = [convert_type(t) for t in attr.inputs]
-            output = convert_type(attr.output)
-            if inputs == list(attr.inputs) and output is attr.output:
-                return attr
-            return llvm.LLVMFunctionType(inputs, output, attr.is_variadic)
-        case ArrayAttr():
-            items = [_convert_attr(a) for a in attr.data]
-            if all(a is b for a, b in zip(items, attr.data, strict=True)):
-                return attr
-            return ArrayAttr(items)
-        case _:
-            return attr
+    if isinstance(attr, IntegerAttr) and isinstance(attr.type, IndexType):
+        return IntegerAttr(attr.value.data, i64)
+    return map_types_in_attr(attr, convert_type)
 
 
 def _lower_index_cast(op: arith.IndexCastOp) -> None:
@@ -114,23 +92,6 @@ def _lower_index_cast(op: arith.IndexCastOp) -> None:
     Rewriter.replace_op(op, new_op)
 
 
-def _retype_op(op: Operation) -> None:
-    for result in op.results:
-        new_type = convert_type(result.type)
-        if new_type is not result.type:
-            Rewriter.replace_value_with_new_type(result, new_type)
-    for name, value in list(op.properties.items()):
-        new_value = _convert_attr(value)
-        if new_value is not value:
-            op.properties[name] = new_value
-    for region in op.regions:
-        for block in region.blocks:
-            for arg in block.args:
-                new_type = convert_type(arg.type)
-                if new_type is not arg.type:
-                    Rewriter.replace_value_with_new_type(arg, new_type)
-
-
 @dataclass(frozen=True)
 class ConvertIndexToI64Pass(ModulePass):
     """Replace ``index`` by ``i64`` in values, block arguments and signatures."""
@@ -146,4 +107,4 @@ class ConvertIndexToI64Pass(ModulePass):
             if isinstance(inner, arith.IndexCastOp):
                 _lower_index_cast(inner)
             else:
-                _retype_op(inner)
+                retype_in_place(inner, convert_type, _convert_attr)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import llvm, math
 from xdsl.dialects.builtin import (
+    AnyFloat,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -45,7 +46,7 @@ from xdsl.dialects.builtin import (
     Region,
     i1,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -142,7 +143,10 @@ class IntrinsicMathToLLVM(RewritePattern):
             call = llvm.CallIntrinsicOp(f"llvm.powi.{suffix}", [op.lhs, op.rhs], [op.lhs.type])
             rewriter.replace(op, call)
         elif isinstance(op, math.RsqrtOp):
-            one = llvm.ConstantOp(FloatAttr(1.0, op.result.type), op.result.type)
+            typ = op.result.type
+            if not isinstance(typ, AnyFloat):
+                raise LoweringError(PASS_NAME, op.name, f"no rule for {typ} operands")
+            one = llvm.ConstantOp(FloatAttr(1.0, typ), typ)
             root = llvm.FSqrtOp(op.operand)
             rewriter.replace(op, [one, root, llvm.FDivOp(one.result, root.res)])
 
@@ -196,7 +200,9 @@ class ConvertMathToLLVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         libm = LibmMathToLLVM()
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([NativeMathToLLVM(), IntrinsicMathToLLVM(), libm]),
+            GreedyRewritePatternApplier(
+                [NativeMathToLLVM(), IntrinsicMathToLLVM(), libm], dce_enabled=False
+            ),
             apply_recursively=False,
         ).rewrite_module(op)
         _declare_libm(op, libm.needed)

@@ -9,7 +9,8 @@ and before ``convert-ptr-to-llvm``, which later rewrites ``!ptr_xdsl.ptr`` to
 ``!llvm.ptr`` (the casts below then become identities that
 ``reconcile-unrealized-casts`` removes). ``inbounds`` is sound because memref
 accesses stay inside their allocation. An ``index`` offset gets an
-``arith.index_cast`` to ``i64`` (a no-op once ``convert-index-to-i64`` ran).
+``arith.index_cast`` to ``i64`` (a no-op once ``convert-index-to-i64`` ran);
+integer offsets wider than 64 bits are rejected.
 
 Before::
 
@@ -62,8 +63,10 @@ class PtrAddToGEP(RewritePattern):
             cast = arith.IndexCastOp(offset, i64)
             new_ops.append(cast)
             offset = cast.result
-        elif not isinstance(offset.type, IntegerType):
-            raise LoweringError(PASS_NAME, op.name, f"offset of type {offset.type}")
+        elif not isinstance(offset.type, IntegerType) or offset.type.width.data > 64:
+            raise LoweringError(
+                PASS_NAME, op.name, f"offset of type {offset.type}: expected index or <= i64"
+            )
         base = UnrealizedConversionCastOp.get([op.addr], [llvm.LLVMPointerType()])
         gep = llvm.GEPOp.from_mixed_indices(base.results[0], [offset], i8, inbounds=True)
         back = UnrealizedConversionCastOp.get([gep.result], [ptr.PtrType()])

@@ -1,14 +1,19 @@
 """Helpers shared by the ``convert-*-to-llvm`` passes.
 
 Small and dialect-agnostic: fastmath flag translation, intrinsic name mangling
-(``f64``, ``v8f64``, ``i32``) and the leftover check every conversion pass ends with.
+(``f64``, ``v8f64``, ``i32``), the leftover check every conversion pass ends with,
+and in-place retyping for the one-walk type conversions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
+    ArrayAttr,
+    FunctionType,
     IndexType,
     IntegerType,
     ModuleOp,
@@ -16,6 +21,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.utils.fast_math import FastMathAttrBase, FastMathFlag
 from xdsl.ir import Attribute, Operation
+from xdsl.rewriter import Rewriter
 
 from .errors import LoweringError
 
@@ -83,3 +89,58 @@ def check_no_leftover(module: ModuleOp, prefixes: tuple[str, ...], pass_name: st
     for op in module.walk():
         if op.name.startswith(prefixes):
             raise LoweringError(pass_name, op.name, "no conversion rule matched")
+
+
+TypeMap = Callable[[Attribute], Attribute]
+"""Maps a type to its replacement, returning the same object when unchanged."""
+
+
+def map_types_in_attr(attr: Attribute, convert: TypeMap) -> Attribute:
+    """Apply ``convert`` to a type, or inside function types and arrays.
+
+    Returns ``attr`` itself when nothing changed, so callers can test with ``is``.
+    """
+    match attr:
+        case FunctionType():
+            inputs = [convert(t) for t in attr.inputs]
+            outputs = [convert(t) for t in attr.outputs]
+            if inputs == list(attr.inputs) and outputs == list(attr.outputs):
+                return attr
+            return FunctionType.from_lists(inputs, outputs)
+        case llvm.LLVMFunctionType():
+            inputs = [convert(t) for t in attr.inputs]
+            output = convert(attr.output)
+            if inputs == list(attr.inputs) and output is attr.output:
+                return attr
+            return llvm.LLVMFunctionType(inputs, output, attr.is_variadic)
+        case ArrayAttr():
+            items = [map_types_in_attr(a, convert) for a in attr.data]
+            if all(a is b for a, b in zip(items, attr.data, strict=True)):
+                return attr
+            return ArrayAttr(items)
+        case _:
+            return convert(attr)
+
+
+def retype_in_place(
+    op: Operation, convert: TypeMap, convert_attr: Callable[[Attribute], Attribute]
+) -> None:
+    """Retype ``op``'s results, properties and nested block arguments in place.
+
+    Values keep their uses (``Rewriter.replace_value_with_new_type``), so one
+    walk over a module converts it without rebuilding ops.
+    """
+    for result in op.results:
+        new_type = convert(result.type)
+        if new_type is not result.type:
+            Rewriter.replace_value_with_new_type(result, new_type)
+    for name, value in list(op.properties.items()):
+        new_value = convert_attr(value)
+        if new_value is not value:
+            op.properties[name] = new_value
+    for region in op.regions:
+        for block in region.blocks:
+            for arg in block.args:
+                new_type = convert(arg.type)
+                if new_type is not arg.type:
+                    Rewriter.replace_value_with_new_type(arg, new_type)

@@ -104,12 +104,20 @@ class Name:
 
 @dataclass(frozen=True, slots=True)
 class CotangentKey:
-    """Raw key of the seed input of a transposed graph: the cotangent of ``of``."""
+    """Raw key of the seed input of a transposed graph: the cotangent of ``of``.
+
+    Its tangents keep the whole structure (``passes`` grows), so distinct seeds never
+    share a tangent key.
+    """
 
     of: ValueKey
+    passes: tuple[int, ...] = ()
 
-    def tangent_of(self, pass_id: int) -> Name:
-        return Name(f"ct{hash(self.of) & 0xFFFF:x}", (pass_id,))
+    def __repr__(self) -> str:
+        return f"ct{hash(self.of) & 0xFFFF:04x}" + "".join(f"'{p}" for p in self.passes)
+
+    def tangent_of(self, pass_id: int) -> CotangentKey:
+        return CotangentKey(self.of, self.passes + (pass_id,))
 
 
 _pass_ids = itertools.count(1)
@@ -233,6 +241,8 @@ def linearize(
         builder.add_parent(graph)
     tangent_of: dict[ValueKey, int | None] = {}
     tangent_inputs: list[tuple[Hashable, int]] = []
+    if len(set(wrt)) != len(wrt):
+        raise ValueError(f"wrt: keys must be distinct, got {list(wrt)!r}")
     for raw in wrt:
         if not hasattr(raw, "tangent_of"):
             raise TypeError(f"wrt: key {raw!r} has no tangent_of(pass_id)")

@@ -98,6 +98,9 @@ class Input:
             raise AttributeError("value keys are immutable")
         object.__setattr__(self, name, value)
 
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("value keys are immutable")
+
     def __repr__(self) -> str:
         return f"Input({self.key!r})"
 
@@ -135,6 +138,9 @@ class OperationKey:
             raise AttributeError("operation keys are immutable")
         object.__setattr__(self, name, value)
 
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("operation keys are immutable")
+
     def __repr__(self) -> str:
         return f"OperationKey({self.operation!r}, <{len(self.inputs)} inputs>, {self.role!r})"
 
@@ -165,6 +171,9 @@ class Derived:
         if hasattr(self, "_hash"):
             raise AttributeError("value keys are immutable")
         object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("value keys are immutable")
 
     def __repr__(self) -> str:
         return f"Derived({self.operation.operation!r}, slot={self.output_slot})"
@@ -332,7 +341,11 @@ class GraphBuilder:
             )
         refs = tuple(self._ref(value) for value in inputs)
         key = OperationKey(operation, tuple(self._key_of(r) for r in refs), role)
-        output_count = _arity(operation, "output_count") or 1
+        output_count = _arity(operation, "output_count")
+        if output_count is None:
+            output_count = 1
+        if output_count < 1:
+            raise ValueError(f"{operation!r}: output_count must be >= 1, got {output_count}")
         op_index = len(self._operations)
         outputs = []
         for slot in range(output_count):

@@ -33,7 +33,7 @@ def _operand_dtype(value: Any) -> Any:
     if isinstance(value, Tensor):
         return value.dtype
     if isinstance(value, (bool, int, float, complex)):
-        return type(value)
+        return value  # the value, not its type: numpy (NEP 50) keeps only values weak
     return np.asarray(value).dtype
 
 
@@ -90,7 +90,8 @@ def _coerce(*values: Any, float_only: bool = True) -> list[Tensor]:
 
 
 def _constant(value: Any, dtype: np.dtype) -> Tensor:
-    return Tensor(np.asarray(value, dtype=dtype))
+    # A copy: the tape saves this data, so it must not alias the caller's array.
+    return Tensor(np.array(value, dtype=dtype, copy=True))
 
 
 def _unary_input(x: Any) -> Tensor:

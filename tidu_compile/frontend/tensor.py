@@ -29,9 +29,8 @@ LEAVES: weakref.WeakValueDictionary[ValueKey, Tensor] = weakref.WeakValueDiction
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
-    if array.flags.writeable:
-        array = array.view()
-        array.flags.writeable = False
+    """Freeze ``array`` (which the tensor owns) so neither it nor its views can change."""
+    array.flags.writeable = False
     return array
 
 
@@ -72,8 +71,8 @@ class Tensor:
         return int(self._data.size)
 
     def numpy(self) -> np.ndarray:
-        """The data as a read-only numpy array (no copy)."""
-        return self._data
+        """The data as a read-only numpy array (a view; no copy)."""
+        return self._data.view()
 
     def item(self) -> Any:
         return self._data.item()

@@ -63,7 +63,7 @@ class Real(TensorOp):
         return (TensorType(inputs[0].shape, real_dtype_of(inputs[0].dtype)),)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        return (np.ascontiguousarray(arrays[0].real),)
+        return (np.array(arrays[0].real, order="C"),)  # ascontiguousarray makes 0-d 1-d
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [linear(b, Real(), [ts[0]], (True,))]
@@ -82,7 +82,7 @@ class Imag(TensorOp):
         return Real().infer_types(*inputs)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        return (np.ascontiguousarray(arrays[0].imag),)
+        return (np.array(arrays[0].imag, order="C"),)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [linear(b, Imag(), [ts[0]], (True,))]

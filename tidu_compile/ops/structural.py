@@ -60,6 +60,7 @@ class BroadcastInDim(TensorOp):
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
         _check_operand_shape(self, inputs[0], self.operand_shape)
+        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
         return (TensorType(tuple(self.shape), inputs[0].dtype),)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -146,6 +147,7 @@ class Reshape(TensorOp):
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
         _check_operand_shape(self, inputs[0], self.operand_shape)
+        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
         return (TensorType(tuple(self.shape), inputs[0].dtype),)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -173,7 +175,8 @@ class Transpose(TensorOp):
         self.check_arity(inputs)
         t = inputs[0]
         if t.ndim != len(self.permutation):
-            raise ValueError(f"{self!r}: operand has rank {t.ndim}")
+            raise ValueError(f"{self!r}: operand has shape {t.shape}, rank {t.ndim}")
+        self.check_dtype(t, DIFFERENTIABLE_DTYPES)
         return (TensorType(tuple(t.shape[p] for p in self.permutation), t.dtype),)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -203,6 +206,13 @@ class DotGeneral(TensorOp):
     input_count = 2
 
     def __post_init__(self) -> None:
+        # Rank check first: the size check below indexes the shapes with these dims.
+        for name, dims, rank in (
+            ("lhs", self.lhs_contracting + self.lhs_batch, len(self.lhs_shape)),
+            ("rhs", self.rhs_contracting + self.rhs_batch, len(self.rhs_shape)),
+        ):
+            if len(set(dims)) != len(dims) or any(not 0 <= d < rank for d in dims):
+                raise ValueError(f"DotGeneral: {name} dims {dims} repeat or exceed rank {rank}")
         pairs = [(self.lhs_contracting, self.rhs_contracting), (self.lhs_batch, self.rhs_batch)]
         for lhs_dims, rhs_dims in pairs:
             if len(lhs_dims) != len(rhs_dims):
@@ -213,12 +223,6 @@ class DotGeneral(TensorOp):
                         f"DotGeneral: lhs dim {l_dim} (size {self.lhs_shape[l_dim]}) does not "
                         f"match rhs dim {r_dim} (size {self.rhs_shape[r_dim]})"
                     )
-        for name, dims, rank in (
-            ("lhs", self.lhs_contracting + self.lhs_batch, len(self.lhs_shape)),
-            ("rhs", self.rhs_contracting + self.rhs_batch, len(self.rhs_shape)),
-        ):
-            if len(set(dims)) != len(dims) or any(not 0 <= d < rank for d in dims):
-                raise ValueError(f"DotGeneral: {name} dims {dims} repeat or exceed rank {rank}")
 
     def free_dims(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         lhs = self.lhs_contracting + self.lhs_batch

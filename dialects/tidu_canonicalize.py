@@ -1,0 +1,239 @@
+"""Canonicalization patterns of the `tidu` dialect, applied by xDSL's `canonicalize`.
+
+Ops opt in with the `TiduCanonicalization` trait (`tidu_base`), which looks up
+`PATTERNS` by op class here, the way `xdsl/dialects/arith.py` attaches its patterns.
+Every pattern is rooted at the op it rewrites; it replaces that op's result by an
+existing value or by one new op, and leaves the ops it no longer uses to `canonicalize`'s
+dead-code elimination. `cse` and `dce` need nothing from here: every tidu op is `Pure`.
+
+| root                | rewrite                                                        |
+|---------------------|----------------------------------------------------------------|
+| add                 | `x + full_like(_, 0)` (or a splat constant 0) -> `x`           |
+| mul                 | `x * full_like(_, 1)` (or a splat constant 1) -> `x`           |
+| scale               | `scale(x, 1)` -> `x`; `scale(scale(x, b), a)` -> `scale(x, a*b)` |
+| shift               | `shift(x, 0)` -> `x`                                           |
+| neg                 | `neg(neg(x))` -> `x`                                           |
+| conj                | `conj(x)` on a real type -> `x`; `conj(conj(x))` -> `x`        |
+| broadcast_in_dim    | same type -> operand; of a broadcast_in_dim -> one broadcast   |
+| reshape             | same type -> operand; of a reshape -> one reshape              |
+| transpose           | a no-op -> operand; of a transpose -> one transpose            |
+
+Before:
+
+    %z = tidu.full_like %x, 0.000000e+00 : tensor<4xf64>
+    %a = tidu.add %x, %z : tensor<4xf64>
+    %n = tidu.neg %a : tensor<4xf64>
+    %m = tidu.neg %n : tensor<4xf64>
+    func.return %m : tensor<4xf64>
+
+After `canonicalize`:
+
+    func.return %x : tensor<4xf64>
+
+`x + 0 -> x` differs from IEEE arithmetic for `x = -0.0` only (`-0.0 + 0.0 = +0.0`).
+A transpose is a no-op when its type does not change and the dimensions of size
+other than 1 keep their order (a transpose of a square matrix is not a no-op).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from .tidu_base import array_values, element_type, is_real_element
+from .tidu_elementwise import (
+    AddOp,
+    ConjOp,
+    ConstantOp,
+    FullLikeOp,
+    MulOp,
+    NegOp,
+    ScaleOp,
+    ShiftOp,
+)
+from .tidu_shape import BroadcastInDimOp, ReshapeOp, TransposeOp
+
+
+def splat_value(value: SSAValue) -> complex | None:
+    """The literal every element of `value` has, if a full_like or constant makes it."""
+    owner = value.owner
+    if isinstance(owner, FullLikeOp | ConstantOp):
+        return owner.value
+    return None
+
+
+def _replace_by_value(op: Operation, value: SSAValue, rewriter: PatternRewriter) -> None:
+    rewriter.replace(op, (), (value,))
+
+
+class AddZero(RewritePattern):
+    """`x + full_like(_, 0)` and `full_like(_, 0) + x` -> `x`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: AddOp, rewriter: PatternRewriter, /) -> None:
+        for kept, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            if splat_value(other) == 0 and kept.type == op.result.type:
+                _replace_by_value(op, kept, rewriter)
+                return
+
+
+class MulOne(RewritePattern):
+    """`x * full_like(_, 1)` and `full_like(_, 1) * x` -> `x`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MulOp, rewriter: PatternRewriter, /) -> None:
+        for kept, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            if splat_value(other) == 1 and kept.type == op.result.type:
+                _replace_by_value(op, kept, rewriter)
+                return
+
+
+class ScaleOneOrScale(RewritePattern):
+    """`scale(x, 1)` -> `x`; `scale(scale(x, b), a)` -> `scale(x, a * b)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ScaleOp, rewriter: PatternRewriter, /) -> None:
+        if op.value == 1:
+            _replace_by_value(op, op.operand, rewriter)
+            return
+        inner = op.operand.owner
+        if isinstance(inner, ScaleOp):
+            rewriter.replace(op, ScaleOp(inner.operand, op.value * inner.value))
+
+
+class ShiftZero(RewritePattern):
+    """`shift(x, 0)` -> `x`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ShiftOp, rewriter: PatternRewriter, /) -> None:
+        if op.parameter == 0:
+            _replace_by_value(op, op.operand, rewriter)
+
+
+class NegNeg(RewritePattern):
+    """`neg(neg(x))` -> `x`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: NegOp, rewriter: PatternRewriter, /) -> None:
+        inner = op.operand.owner
+        if isinstance(inner, NegOp):
+            _replace_by_value(op, inner.operand, rewriter)
+
+
+class ConjRealOrConj(RewritePattern):
+    """`conj(x)` -> `x` for a real (or i1) x; `conj(conj(x))` -> `x`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ConjOp, rewriter: PatternRewriter, /) -> None:
+        inner = op.operand.owner
+        if is_real_element(element_type(op.operand.type)):
+            _replace_by_value(op, op.operand, rewriter)
+        elif isinstance(inner, ConjOp):
+            _replace_by_value(op, inner.operand, rewriter)
+
+
+class FoldBroadcast(RewritePattern):
+    """A broadcast to its operand's type -> the operand; a broadcast of a broadcast -> one.
+
+    Operand dimension i of the inner broadcast lands in result dimension
+    `outer[inner[i]]`; a composition of strictly increasing maps is strictly increasing.
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: BroadcastInDimOp, rewriter: PatternRewriter, /) -> None:
+        if op.operand.type == op.result.type:
+            _replace_by_value(op, op.operand, rewriter)
+            return
+        inner = op.operand.owner
+        if isinstance(inner, BroadcastInDimOp):
+            outer_dims = array_values(op.broadcast_dimensions)
+            dims = [outer_dims[d] for d in array_values(inner.broadcast_dimensions)]
+            shape = _shape(op.result.type)
+            rewriter.replace(op, BroadcastInDimOp(inner.operand, dims, shape))
+
+
+class FoldReshape(RewritePattern):
+    """A reshape to its operand's type -> the operand; a reshape of a reshape -> one."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReshapeOp, rewriter: PatternRewriter, /) -> None:
+        if op.operand.type == op.result.type:
+            _replace_by_value(op, op.operand, rewriter)
+            return
+        inner = op.operand.owner
+        if isinstance(inner, ReshapeOp):
+            if inner.operand.type == op.result.type:
+                _replace_by_value(op, inner.operand, rewriter)
+            else:
+                rewriter.replace(op, ReshapeOp(inner.operand, _shape(op.result.type)))
+
+
+def is_noop_permutation(shape: Sequence[int], permutation: Sequence[int]) -> bool:
+    """Whether transposing `shape` by `permutation` keeps the row-major element order."""
+    moved = [p for p in permutation if shape[p] != 1]
+    return moved == sorted(moved)
+
+
+class FoldTranspose(RewritePattern):
+    """A no-op transpose -> its operand; a transpose of a transpose -> one transpose.
+
+    `y = transpose(x, p)` has `y.dim[i] = x.dim[p[i]]`, so `transpose(y, q)` is
+    `transpose(x, [p[q[j]] for j])`, which may itself be a no-op.
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter, /) -> None:
+        source, permutation = op.operand, array_values(op.permutation)
+        inner = source.owner
+        if isinstance(inner, TransposeOp):
+            inner_permutation = array_values(inner.permutation)
+            source = inner.operand
+            permutation = tuple(inner_permutation[q] for q in permutation)
+        if source.type == op.result.type and is_noop_permutation(_shape(source.type), permutation):
+            _replace_by_value(op, source, rewriter)
+        elif source is not op.operand:
+            rewriter.replace(op, TransposeOp(source, permutation))
+
+
+def _shape(type_: object) -> tuple[int, ...]:
+    assert isinstance(type_, TensorType)
+    return type_.get_shape()
+
+
+PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {
+    AddOp: (AddZero(),),
+    MulOp: (MulOne(),),
+    ScaleOp: (ScaleOneOrScale(),),
+    ShiftOp: (ShiftZero(),),
+    NegOp: (NegNeg(),),
+    ConjOp: (ConjRealOrConj(),),
+    BroadcastInDimOp: (FoldBroadcast(),),
+    ReshapeOp: (FoldReshape(),),
+    TransposeOp: (FoldTranspose(),),
+}
+"""Op class -> its canonicalization patterns (what `TiduCanonicalization` returns)."""
+
+
+def patterns_for(op: type[Operation]) -> tuple[RewritePattern, ...]:
+    """The canonicalization patterns of a tidu op class (none for other classes)."""
+    return PATTERNS.get(op, ())
+
+
+__all__ = [
+    "PATTERNS",
+    "AddZero",
+    "ConjRealOrConj",
+    "FoldBroadcast",
+    "FoldReshape",
+    "FoldTranspose",
+    "MulOne",
+    "NegNeg",
+    "ScaleOneOrScale",
+    "ShiftZero",
+    "is_noop_permutation",
+    "patterns_for",
+    "splat_value",
+]

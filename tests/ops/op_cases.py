@@ -1,0 +1,222 @@
+"""The op table shared by the op tests (in the style of JAX's ``lax_autodiff_test``).
+
+One ``Case`` per (op instance, input shapes/dtypes, input generator). ``CASES`` covers
+every standard op in every dtype it supports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from helpers import random_array, widen_dtype
+
+from tidu_compile import ops
+from tidu_compile.ops import COMPLEX_DTYPES, DIFFERENTIABLE_DTYPES, FLOAT_DTYPES, TensorOp
+
+ALL = DIFFERENTIABLE_DTYPES
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One input: shape, dtype and generator kind (see ``helpers.random_array``)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    kind: str = "normal"
+
+    @property
+    def differentiable(self) -> bool:
+        return self.dtype in DIFFERENTIABLE_DTYPES
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    op: TensorOp
+    args: tuple[Arg, ...]
+    #: custom input generator (overrides ``args``' kinds), e.g. to avoid ties.
+    generate: Callable[[np.random.Generator], list[np.ndarray]] | None = None
+
+    @property
+    def id(self) -> str:
+        parts = "-".join(f"{_shape(a.shape)}{_short(a.dtype)}" for a in self.args)
+        return f"{self.name}-{parts}"
+
+    def inputs(self, rng: np.random.Generator) -> list[np.ndarray]:
+        if self.generate is not None:
+            return self.generate(rng)
+        return [random_array(rng, a.shape, a.dtype, a.kind) for a in self.args]
+
+    @property
+    def differentiable(self) -> bool:
+        return self.op.differentiable
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape)) or "s"
+
+
+def _short(dtype: str) -> str:
+    return {"float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128"}.get(
+        dtype, dtype
+    )
+
+
+def wide_op(op: TensorOp) -> TensorOp:
+    """The same op in double precision (only ``Convert`` carries dtypes)."""
+    if isinstance(op, ops.Convert):
+        return dataclasses.replace(
+            op, dtype=widen_dtype(op.dtype), operand_dtype=widen_dtype(op.operand_dtype)
+        )
+    return op
+
+
+def _same(name: str, op: TensorOp, shape: Sequence[int], dtype: str, n: int, kinds=None) -> Case:
+    kinds = kinds or ("normal",) * n
+    return Case(name, op, tuple(Arg(tuple(shape), dtype, k) for k in kinds))
+
+
+def _no_ties(shape: tuple[int, ...], dtype: str):
+    def generate(rng: np.random.Generator) -> list[np.ndarray]:
+        x = rng.standard_normal(shape)
+        gap = rng.uniform(0.2, 1.0, shape) * rng.choice([-1.0, 1.0], shape)
+        return [x.astype(dtype), (x + gap).astype(dtype)]
+
+    return generate
+
+
+def _build() -> list[Case]:
+    cases: list[Case] = []
+    add = cases.append
+
+    # ---------------------------------------------------------------- binary
+    for dtype in ALL:
+        add(_same("add", ops.Add(), (2, 3), dtype, 2))
+        add(_same("sub", ops.Sub(), (2, 3), dtype, 2))
+        add(_same("mul", ops.Mul(), (2, 3), dtype, 2))
+        add(_same("div", ops.Div(), (2, 3), dtype, 2, ("normal", "nonzero")))
+    add(_same("mul", ops.Mul(), (), "float64", 2))
+    add(_same("div", ops.Div(), (), "complex128", 2, ("normal", "nonzero")))
+    for dtype in FLOAT_DTYPES:
+        add(Case("maximum", ops.Maximum(), (Arg((2, 3), dtype),) * 2, _no_ties((2, 3), dtype)))
+    add(Case("maximum", ops.Maximum(), (Arg((), "float64"),) * 2, _no_ties((), "float64")))
+
+    # ---------------------------------------------------------------- select / compare
+    for dtype in ALL:
+        add(Case("select", ops.Select(), (Arg((2, 3), "bool"), Arg((2, 3), dtype),
+                                          Arg((2, 3), dtype))))  # fmt: skip
+        add(_same("compare_eq", ops.Compare("eq"), (2, 3), dtype, 2))
+    for dtype in FLOAT_DTYPES:
+        for direction in ("lt", "ge"):
+            add(_same(f"compare_{direction}", ops.Compare(direction), (2, 3), dtype, 2))
+    add(_same("compare_ne", ops.Compare("ne"), (3,), "complex128", 2))
+
+    # ---------------------------------------------------------------- unary
+    unary = [
+        ("neg", ops.Neg(), "normal"),
+        ("exp", ops.Exp(), "normal"),
+        ("log", ops.Log(), "positive"),
+        ("sin", ops.Sin(), "normal"),
+        ("cos", ops.Cos(), "normal"),
+        ("tanh", ops.Tanh(), "normal"),
+        ("sqrt", ops.Sqrt(), "positive"),
+        ("pow2", ops.Pow(2.0), "normal"),
+        ("pow3", ops.Pow(3.0), "normal"),
+        ("pow0.5", ops.Pow(0.5), "positive"),
+        ("pow-1", ops.Pow(-1.0), "nonzero"),
+        ("pow1.5", ops.Pow(1.5), "positive"),
+        ("pow-2.5", ops.Pow(-2.5), "positive"),
+        ("scale", ops.Scale(2.5), "normal"),
+        ("shift", ops.Shift(0.75), "normal"),
+        ("conj", ops.Conj(), "normal"),
+        ("full_like", ops.FullLike(3.0), "normal"),
+        ("sincos", ops.SinCos(), "normal"),
+    ]
+    for dtype in ALL:
+        for name, op, kind in unary:
+            add(_same(name, op, (2, 3), dtype, 1, (kind,)))
+    for name, op, kind in unary[:7]:
+        add(_same(name, op, (), "float64", 1, (kind,)))
+        add(_same(name, op, (), "complex128", 1, (kind,)))
+    for dtype in COMPLEX_DTYPES:
+        add(_same("scale_complex", ops.Scale(0.5 - 1.5j), (2, 3), dtype, 1))
+        add(_same("real", ops.Real(), (2, 3), dtype, 1))
+        add(_same("imag", ops.Imag(), (2, 3), dtype, 1))
+    add(_same("real", ops.Real(), (), "complex128", 1))
+    add(_same("imag", ops.Imag(), (), "complex128", 1))
+    for dtype in FLOAT_DTYPES:
+        add(_same("to_complex_re", ops.ToComplex(False), (2, 3), dtype, 1))
+        add(_same("to_complex_im", ops.ToComplex(True), (2, 3), dtype, 1))
+
+    # ---------------------------------------------------------------- convert
+    for source, target in [
+        ("float32", "float64"), ("float64", "float32"),
+        ("float32", "complex64"), ("float64", "complex128"),
+        ("complex64", "complex128"), ("complex128", "complex64"),
+    ]:  # fmt: skip
+        add(_same(f"convert_to_{_short(target)}", ops.Convert(target, source), (2, 3), source, 1))
+
+    # ---------------------------------------------------------------- structural
+    broadcasts = [
+        ((3,), (2, 3), (1,)),
+        ((2,), (2, 3), (0,)),
+        ((3, 1), (3, 4), (0, 1)),
+        ((1, 3), (2, 4, 3), (1, 2)),
+        ((1, 1), (1, 3), (0, 1)),
+        ((), (2, 3), ()),
+        ((2, 3), (2, 3), (0, 1)),
+        ((2, 1), (2, 2, 3), (0, 2)),
+    ]
+    reduces = [
+        ((2, 3, 4), (0,)),
+        ((2, 3, 4), (1,)),
+        ((2, 3, 4), (2,)),
+        ((2, 3, 4), (0, 2)),
+        ((2, 3, 4), (0, 1, 2)),
+        ((3,), (0,)),
+        ((2, 3), ()),
+    ]
+    reshapes = [((2, 3), (3, 2)), ((2, 3), (6,)), ((6,), (1, 2, 3)), ((), (1, 1)),
+                ((2, 3, 1), (2, 3))]  # fmt: skip
+    transposes = [((2, 3), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (0, 2, 1)),
+                  ((3,), (0,))]  # fmt: skip
+    dots = [  # name, lhs shape, rhs shape, lhs_c, rhs_c, lhs_b, rhs_b
+        ("matmul", (2, 3), (3, 4), (1,), (0,), (), ()),
+        ("matmul_lhs_t", (3, 2), (3, 4), (0,), (0,), (), ()),
+        ("batched_matmul", (2, 3, 4), (2, 4, 5), (2,), (1,), (0,), (0,)),
+        ("inner", (3,), (3,), (0,), (0,), (), ()),
+        ("outer", (2,), (3,), (), (), (), ()),
+        ("matvec", (2, 3), (3,), (1,), (0,), (), ()),
+        ("vecmat", (3,), (3, 4), (0,), (0,), (), ()),
+        ("two_contracting", (2, 3, 4), (4, 3, 5), (1, 2), (1, 0), (), ()),
+        ("batch_not_leading", (3, 2, 4), (4, 5, 2), (2,), (0,), (1,), (2,)),
+        ("two_batch_swapped", (2, 3, 4), (3, 2, 4), (2,), (2,), (0, 1), (1, 0)),
+    ]
+    for dtype in ALL:
+        for operand, shape, dims in broadcasts:
+            add(_same("broadcast_in_dim", ops.BroadcastInDim(shape, dims, operand), operand,
+                      dtype, 1))  # fmt: skip
+        for operand, axes in reduces:
+            add(_same(f"reduce_sum{axes}", ops.ReduceSum(axes, operand), operand, dtype, 1))
+        for operand, shape in reshapes:
+            add(_same(f"reshape_to{shape}", ops.Reshape(shape, operand), operand, dtype, 1))
+        for operand, perm in transposes:
+            add(_same(f"transpose{perm}", ops.Transpose(perm), operand, dtype, 1))
+        for name, lhs, rhs, lc, rc, lb, rb in dots:
+            op = ops.DotGeneral(lc, rc, lb, rb, lhs, rhs)
+            add(Case(name, op, (Arg(lhs, dtype), Arg(rhs, dtype))))
+    return cases
+
+
+CASES: list[Case] = _build()
+DIFFERENTIABLE_CASES = [c for c in CASES if c.differentiable]
+NON_DIFFERENTIABLE_CASES = [c for c in CASES if not c.differentiable]
+
+
+def params(cases: Sequence[Case]):
+    import pytest
+
+    return [pytest.param(c, id=c.id) for c in cases]

@@ -1,0 +1,1 @@
+"""The node compiler: backward programs, pipeline, plans and caches."""

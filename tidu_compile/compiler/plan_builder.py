@@ -1,0 +1,103 @@
+"""Read the runtime ``Plan`` off the ``loops`` form of ``@node``.
+
+After ``tidu-lower-to-loops`` the node function is a straight-line sequence of::
+
+    %m  = bufferization.to_buffer %t        -> alias of a buffer
+    %o  = memref.alloc()                     -> a fresh output buffer
+    func.call @node_k0(%m, ..., %o)          -> KernelStep (allocated buffers are outputs)
+    %t2 = bufferization.to_tensor %o         -> alias of a buffer
+    %r  = tidu.<op> %a, %b                   -> LibraryStep (numpy between kernels)
+    func.return %r, ...                      -> the plan's results
+
+Anything else in ``@node`` is an error naming the op: nothing falls through.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import bufferization, func, memref
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import Operation, SSAValue
+
+from tidu_compile.compiler.plan import KernelStep, LibraryStep, Plan
+from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.compiler.to_tidu import UnloweredOpError, op_type, primitive_of
+from tidu_compile.dialects import tidu
+from tidu_compile.ops.base import TensorType
+
+__all__ = ["LIBRARY_BY_DESIGN", "build_plan", "node_function"]
+
+#: tidu ops that run as numpy library calls by design (BLAS and layout changes);
+#: any other tidu op left outside a kernel is a fallback (the compiler could not lower it).
+LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = (
+    tidu.DotGeneralOp,
+    tidu.ReshapeOp,
+    tidu.TransposeOp,
+    tidu.ConstantOp,
+)
+
+
+def node_function(module: ModuleOp) -> func.FuncOp:
+    """The node function: the first ``func.func`` of the module that is not a kernel."""
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and not op.sym_visibility:
+            return op
+    raise ValueError("stage loops: the module has no public node function")
+
+
+def _memref_type(value: SSAValue) -> TensorType:
+    t = value.type
+    if not isinstance(t, MemRefType):
+        raise TypeError(f"stage loops: expected a memref, got {t}")
+    for dtype, element in tidu.DTYPE_ELEMENT_TYPES.items():
+        if element == t.element_type:
+            return TensorType(tuple(t.get_shape()), dtype)
+    raise TypeError(f"stage loops: memref element type {t.element_type} has no numpy dtype")
+
+
+def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
+    """The plan of a module in ``loops`` form, for ``program``."""
+    function = node_function(module)
+    block = function.body.block
+    types: list[TensorType] = [program.types[i] for i in range(program.arg_count)]
+    buffer_of: dict[SSAValue, int] = {arg: i for i, arg in enumerate(block.args)}
+    fresh: set[int] = set()
+    steps: list[KernelStep | LibraryStep] = []
+    returned: list[int] = []
+
+    def new_buffer(t: TensorType) -> int:
+        types.append(t)
+        return len(types) - 1
+
+    for op in block.ops:
+        if isinstance(op, bufferization.ToBufferOp | bufferization.ToTensorOp):
+            buffer_of[op.results[0]] = buffer_of[op.operands[0]]
+        elif isinstance(op, memref.AllocOp):
+            index = new_buffer(_memref_type(op.results[0]))
+            buffer_of[op.results[0]] = index
+            fresh.add(index)
+        elif isinstance(op, func.CallOp):
+            buffers = [buffer_of[a] for a in op.arguments]
+            outputs = tuple(b for b in buffers if b in fresh)
+            inputs = tuple(b for b in buffers if b not in fresh)
+            fresh.difference_update(outputs)
+            steps.append(KernelStep(op.callee.string_value(), inputs, outputs))
+        elif isinstance(op, func.ReturnOp):
+            returned = [buffer_of[v] for v in op.operands]
+        elif op.dialect_name() == "tidu":
+            primitive = primitive_of(op)
+            outputs = tuple(new_buffer(op_type(r)) for r in op.results)
+            for result, index in zip(op.results, outputs, strict=True):
+                buffer_of[result] = index
+            steps.append(
+                LibraryStep(
+                    primitive,
+                    tuple(buffer_of[v] for v in op.operands),
+                    outputs,
+                    fallback=not isinstance(op, LIBRARY_BY_DESIGN),
+                )
+            )
+        else:
+            raise UnloweredOpError(f"stage loops: {op.name} cannot appear in the node function")
+    present = iter(returned)
+    results = tuple(None if r is None else next(present) for r in program.results)
+    return Plan(program.arg_count, tuple(types), tuple(steps), results)

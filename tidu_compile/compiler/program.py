@@ -1,0 +1,195 @@
+"""The backward program of one tape node, in SSA form over positional value ids.
+
+``build_program`` joins three graphs into one flat, typed program:
+
+* the recorded graph (primal ops; its inputs and retained outputs are the saved data),
+* the linear graph of the active output slots (``Primary`` residual ops),
+* the transposed linear graph (the VJP ops).
+
+Arguments are the cotangent seeds followed by the saved values the VJP reads; residuals
+such as ``cos(x)`` are *recomputed* from saved inputs (never stored by the forward pass);
+results are one cotangent (or None) per recorded-graph input::
+
+    program(seed0: 8:float64, in0: 8:float64) {
+      v2 = Cos()(v1)
+      v3 = Conj()(v2)
+      v4 = Mul()(v0, v3)
+      return (v4,)
+    }
+
+Value ids are positional, so two nodes with the same structure and types give equal
+programs whatever the tape's keys were: the program is the compiler's cache identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tidu_compile.ad import LinearizedGraph, linear_transpose
+from tidu_compile.eager import RecordedGraph
+from tidu_compile.graph import Derived, Linearized, Local, ProducedDef, ValueKey, resolve
+from tidu_compile.ops.base import TensorType
+
+__all__ = ["ArgSource", "Instr", "NodeProgram", "build_program", "UnsupportedNode"]
+
+
+class UnsupportedNode(TypeError):
+    """The node uses primitives without type rules (a user's own primitive set)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArgSource:
+    """Where an argument comes from: ``("seed", i)`` or ``("saved", key_index)``.
+
+    For ``saved``, ``index`` counts the recorded graph's input keys, then its output keys.
+    """
+
+    kind: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Instr:
+    """``outputs = op(*inputs)`` over value ids."""
+
+    op: Any
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class NodeProgram:
+    """A typed SSA program computing a node's input cotangents."""
+
+    arg_sources: tuple[ArgSource, ...]
+    types: tuple[TensorType, ...]  # one per value id; arguments are ids 0..len(args)-1
+    instrs: tuple[Instr, ...]
+    results: tuple[int | None, ...]
+
+    @property
+    def arg_count(self) -> int:
+        return len(self.arg_sources)
+
+    def __str__(self) -> str:
+        args = ", ".join(
+            f"{'seed' if s.kind == 'seed' else 'saved'}{s.index}: {self.types[i]}"
+            for i, s in enumerate(self.arg_sources)
+        )
+        lines = [f"program({args}) {{"]
+        for instr in self.instrs:
+            outs = ", ".join(f"v{o}" for o in instr.outputs)
+            ins = ", ".join(f"v{i}" for i in instr.inputs)
+            lines.append(f"  {outs} = {instr.op!r}({ins})")
+        results = ", ".join("None" if r is None else f"v{r}" for r in self.results)
+        lines.append(f"  return ({results},)")
+        lines.append("}")
+        return "\n".join(lines)
+
+
+def _infer(op: Any, types: Sequence[TensorType]) -> tuple[TensorType, ...]:
+    infer = getattr(op, "infer_types", None)
+    if infer is None:
+        raise UnsupportedNode(f"{op!r} has no type rule (infer_types); it cannot be compiled")
+    return tuple(infer(*types))
+
+
+def build_program(
+    recorded: RecordedGraph,
+    linear: LinearizedGraph,
+    seed_types: Sequence[TensorType],
+    saved_types: Mapping[ValueKey, TensorType],
+    transposed: LinearizedGraph | None = None,
+) -> NodeProgram:
+    """Build the backward program of ``recorded`` for the linearization ``linear``.
+
+    ``seed_types`` has one type per *present* tangent output (``linear.graph.outputs``);
+    ``saved_types`` gives the type of every saved value by the recorded graph's keys.
+    """
+    transposed = transposed if transposed is not None else linear_transpose(linear)
+    graph = transposed.graph
+    if len(seed_types) != len(transposed.tangent_inputs):
+        raise ValueError(
+            f"seed_types: expected {len(transposed.tangent_inputs)}, got {len(seed_types)}"
+        )
+    saved_order = list(recorded.input_keys) + list(recorded.output_keys)
+    view = resolve([linear.graph])
+    types: list[TensorType] = []
+    sources: list[ArgSource] = []
+    instrs: list[Instr] = []
+    by_key: dict[ValueKey, int] = {}
+    by_local: dict[int, int] = {}
+
+    for index, ((_, local_id), seed_type) in enumerate(
+        zip(transposed.tangent_inputs, seed_types, strict=True)
+    ):
+        by_local[local_id] = len(types)
+        sources.append(ArgSource("seed", index))
+        types.append(seed_type)
+
+    # Saved values become arguments on first use, so collect them before any instruction.
+    needed = _primal_leaves(view, graph, saved_types)
+    for position, key in enumerate(saved_order):
+        if key in needed:
+            by_key[key] = len(types)
+            sources.append(ArgSource("saved", position))
+            types.append(saved_types[key])
+
+    def emit(op: Any, inputs: list[int]) -> list[int]:
+        out_types = _infer(op, [types[i] for i in inputs])
+        outputs = list(range(len(types), len(types) + len(out_types)))
+        types.extend(out_types)
+        instrs.append(Instr(op, tuple(inputs), tuple(outputs)))
+        return outputs
+
+    def materialize(key: ValueKey) -> int:
+        stack: list[tuple[ValueKey, bool]] = [(key, False)]
+        while stack:
+            current, ready = stack.pop()
+            if current in by_key:
+                continue
+            definition = view.resolve_value(current)
+            if not isinstance(definition, ProducedDef) or isinstance(
+                definition.role, Linearized
+            ):
+                raise KeyError(f"the backward program needs {current!r}, which was not saved")
+            if ready:
+                outputs = emit(definition.operation, [by_key[k] for k in definition.input_keys])
+                op_key = current.operation  # type: ignore[union-attr]  # ProducedDef => Derived
+                for slot, value_id in enumerate(outputs):
+                    by_key.setdefault(Derived(op_key, slot), value_id)
+                continue
+            stack.append((current, True))
+            stack.extend((k, False) for k in definition.input_keys if k not in by_key)
+        return by_key[key]
+
+    for node in graph.operations:
+        inputs = [
+            by_local[ref.id] if isinstance(ref, Local) else materialize(ref.key)
+            for ref in node.inputs
+        ]
+        for local_id, value_id in zip(node.outputs, emit(node.operation, inputs), strict=True):
+            by_local[local_id] = value_id
+
+    results = tuple(None if r is None else by_local[r] for r in transposed.tangent_outputs)
+    return NodeProgram(tuple(sources), tuple(types), tuple(instrs), results)
+
+
+def _primal_leaves(view: Any, graph: Any, saved: Mapping[ValueKey, TensorType]) -> set[ValueKey]:
+    """Saved keys that the transposed graph reads, directly or through residual ops."""
+    found: set[ValueKey] = set()
+    stack = [ref.key for node in graph.operations for ref in node.inputs if not isinstance(ref, Local)]
+    seen: set[ValueKey] = set()
+    while stack:
+        key = stack.pop()
+        if key in seen:
+            continue
+        seen.add(key)
+        if key in saved:
+            found.add(key)
+            continue
+        definition = view.resolve_value(key)
+        if isinstance(definition, ProducedDef):
+            stack.extend(definition.input_keys)
+    return found

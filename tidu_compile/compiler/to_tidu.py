@@ -1,0 +1,167 @@
+"""Import a ``NodeProgram`` into the ``tidu`` dialect, and read library ops back.
+
+``import_program`` gives one ``func.func @node``: arguments are the cotangent seeds and
+saved values, results the input cotangents (absent cotangents are not returned)::
+
+    func.func @node(%seed0: tensor<8xf64>, %in0: tensor<8xf64>) -> tensor<8xf64> {
+      %0 = tidu.cos %in0 : tensor<8xf64>
+      %1 = tidu.conj %0 : tensor<8xf64>
+      %2 = tidu.mul %seed0, %1 : tensor<8xf64>
+      func.return %2 : tensor<8xf64>
+    }
+
+``TO_TIDU`` has one row per primitive with parameters; parameterless primitives map by
+name through the dialect's ``PRIMITIVE_TO_OP``. ``primitive_of`` inverts it for the ops
+that stay outside kernels and run as numpy library calls in the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from tidu_compile import ops
+from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.dialects import tidu
+from tidu_compile.ops.base import TensorType as OpType
+
+__all__ = ["TO_TIDU", "import_program", "primitive_of", "op_type", "UnloweredOpError"]
+
+
+class UnloweredOpError(NotImplementedError):
+    """A primitive (or tidu op) has no row in the importer's tables."""
+
+
+Builder = Callable[[Any, Sequence[SSAValue], Sequence[Attribute]], Operation]
+
+#: Primitive class -> builder of its tidu op (parameterized primitives only).
+TO_TIDU: dict[type, Builder] = {
+    ops.Compare: lambda p, xs, ts: tidu.CompareOp(p.direction, xs[0], xs[1]),
+    ops.Pow: lambda p, xs, ts: tidu.PowOp(xs[0], p.exponent),
+    ops.Scale: lambda p, xs, ts: tidu.ScaleOp(xs[0], p.factor),
+    ops.Shift: lambda p, xs, ts: tidu.ShiftOp(xs[0], p.offset),
+    ops.FullLike: lambda p, xs, ts: tidu.FullLikeOp(xs[0], p.value),
+    ops.ToComplex: lambda p, xs, ts: tidu.ToComplexOp(xs[0], p.imaginary),
+    ops.Convert: lambda p, xs, ts: tidu.ConvertOp(xs[0], ts[0]),
+    ops.Constant: lambda p, xs, ts: tidu.ConstantOp(p.value, ts[0]),
+    ops.BroadcastInDim: lambda p, xs, ts: tidu.BroadcastInDimOp(
+        xs[0], p.broadcast_dimensions, p.shape
+    ),
+    ops.ReduceSum: lambda p, xs, ts: tidu.ReduceSumOp(xs[0], p.axes),
+    ops.Reshape: lambda p, xs, ts: tidu.ReshapeOp(xs[0], p.shape),
+    ops.Transpose: lambda p, xs, ts: tidu.TransposeOp(xs[0], p.permutation),
+    ops.DotGeneral: lambda p, xs, ts: tidu.DotGeneralOp(
+        xs[0], xs[1], p.lhs_contracting, p.rhs_contracting, p.lhs_batch, p.rhs_batch
+    ),
+}
+
+
+def _to_tidu(primitive: Any, operands: Sequence[SSAValue], types: Sequence[Attribute]) -> Operation:
+    builder = TO_TIDU.get(type(primitive))
+    if builder is not None:
+        return builder(primitive, operands, types)
+    op_class = tidu.PRIMITIVE_TO_OP.get(type(primitive).__name__)
+    if op_class is None or not isinstance(primitive, ops.TensorOp):
+        raise UnloweredOpError(f"stage tidu: no tidu op for primitive {primitive!r}")
+    return op_class(*operands)
+
+
+def _xdsl_type(t: OpType) -> TensorType:
+    return tidu.tensor_type(t.shape, t.dtype)
+
+
+def import_program(program: NodeProgram, name: str = "node") -> ModuleOp:
+    """The ``tidu`` module of ``program``: one ``func.func @name``."""
+    arg_types = [_xdsl_type(program.types[i]) for i in range(program.arg_count)]
+    block = Block(arg_types=arg_types)
+    for i, source in enumerate(program.arg_sources):
+        block.args[i].name_hint = f"{'seed' if source.kind == 'seed' else 'saved'}{source.index}"
+    values: dict[int, SSAValue] = {i: block.args[i] for i in range(program.arg_count)}
+    for instr in program.instrs:
+        operands = [values[i] for i in instr.inputs]
+        op = _to_tidu(instr.op, operands, [_xdsl_type(program.types[o]) for o in instr.outputs])
+        block.add_op(op)
+        for value_id, result in zip(instr.outputs, op.results, strict=True):
+            expected = _xdsl_type(program.types[value_id])
+            if result.type != expected:
+                raise TypeError(
+                    f"stage tidu: {instr.op!r} produced {result.type}, the program says {expected}"
+                )
+            values[value_id] = result
+    returned = [values[r] for r in program.results if r is not None]
+    block.add_op(func.ReturnOp(*returned))
+    function = func.FuncOp(
+        name, (arg_types, [v.type for v in returned]), Region(block)
+    )
+    return ModuleOp([function])
+
+
+# ------------------------------------------------------------------ back to primitives
+
+
+def op_type(value: SSAValue) -> OpType:
+    """The primitive-level type (shape, dtype name) of a tidu tensor value."""
+    t = value.type
+    if not isinstance(t, TensorType):
+        raise TypeError(f"expected a tensor value, got {t}")
+    for dtype, element in tidu.DTYPE_ELEMENT_TYPES.items():
+        if element == t.element_type:
+            return OpType(tuple(t.get_shape()), dtype)
+    raise TypeError(f"tensor type {t} has no numpy dtype")
+
+
+_OP_TO_PRIMITIVE_NAME = {cls: name for name, cls in tidu.PRIMITIVE_TO_OP.items()}
+
+#: tidu op class -> primitive reconstructor (ops with parameters only).
+FROM_TIDU: dict[type, Callable[[Any], Any]] = {
+    tidu.CompareOp: lambda op: ops.Compare(op.direction.data),
+    tidu.PowOp: lambda op: ops.Pow(op.parameter),
+    tidu.ShiftOp: lambda op: ops.Shift(op.parameter),
+    tidu.ScaleOp: lambda op: ops.Scale(_scalar(op.value)),
+    tidu.FullLikeOp: lambda op: ops.FullLike(_scalar(op.value)),
+    tidu.ToComplexOp: lambda op: ops.ToComplex(op.is_imaginary),
+    tidu.ConvertOp: lambda op: ops.Convert(op_type(op.results[0]).dtype, op_type(op.operands[0]).dtype),
+    tidu.ConstantOp: lambda op: ops.Constant(
+        _scalar(op.value), op_type(op.results[0]).shape, op_type(op.results[0]).dtype
+    ),
+    tidu.BroadcastInDimOp: lambda op: ops.BroadcastInDim(
+        op_type(op.results[0]).shape,
+        tuple(op.broadcast_dimensions.get_values()),
+        op_type(op.operands[0]).shape,
+    ),
+    tidu.ReduceSumOp: lambda op: ops.ReduceSum(
+        tuple(op.axes.get_values()), op_type(op.operands[0]).shape
+    ),
+    tidu.ReshapeOp: lambda op: ops.Reshape(
+        op_type(op.results[0]).shape, op_type(op.operands[0]).shape
+    ),
+    tidu.TransposeOp: lambda op: ops.Transpose(tuple(op.permutation.get_values())),
+    tidu.DotGeneralOp: lambda op: ops.DotGeneral(
+        tuple(op.lhs_contracting.get_values()),
+        tuple(op.rhs_contracting.get_values()),
+        tuple(op.lhs_batch.get_values()),
+        tuple(op.rhs_batch.get_values()),
+        op_type(op.operands[0]).shape,
+        op_type(op.operands[1]).shape,
+    ),
+}
+
+
+def _scalar(value: complex) -> complex | float:
+    return value.real if value.imag == 0 else value
+
+
+def primitive_of(op: Operation) -> Any:
+    """The primitive a tidu op computes (used for library calls between kernels)."""
+    rebuild = FROM_TIDU.get(type(op))
+    if rebuild is not None:
+        return rebuild(op)
+    name = _OP_TO_PRIMITIVE_NAME.get(type(op))
+    primitive = getattr(ops, name, None) if name else None
+    if primitive is None:
+        raise UnloweredOpError(f"stage loops: no primitive for {op.name}")
+    return primitive()

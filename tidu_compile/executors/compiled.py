@@ -1,0 +1,243 @@
+"""``CompiledExecutor``: each backward node runs as native code compiled from its VJP.
+
+Per node, the first call with given input types builds the node's backward program
+(``compiler.program``), compiles it through the pipeline (tidu dialect -> fused kernels
+-> loops -> LLVM -> native object, see ``compiler.pipeline``) and caches the result:
+
+1. linearizations are memoized by the node's structure (its structural input and output
+   keys and the active slots), never by the tape's fresh value keys;
+2. bound plans live in an in-memory LRU keyed by (structure, slots, types);
+3. artifacts (plan + object code) live on disk, keyed by the program text and the
+   compilation environment (``compiler.cache``).
+
+``execute_forward`` computes nothing: residuals are recomputed inside the kernels from
+the saved data. Nodes the compiler cannot type (a user's own primitive set) run on the
+``ReferenceExecutor`` and count as fallbacks.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, linear_transpose
+from tidu_compile.compiler.cache import DiskCache, MemoryCache, default_cache_dir
+from tidu_compile.compiler.plan import BoundPlan
+from tidu_compile.compiler.program import ArgSource, UnsupportedNode, build_program
+from tidu_compile.eager import BackwardExecutor, RecordedGraph
+from tidu_compile.executors.reference import ReferenceExecutor
+from tidu_compile.graph import ValueKey
+from tidu_compile.ops.base import TensorType, type_of
+
+__all__ = ["CompileForbiddenError", "CompiledExecutor", "ExecutorStats"]
+
+
+class CompileForbiddenError(RuntimeError):
+    """Raised when ``forbid_compile`` is set and a node would have to be compiled."""
+
+
+@dataclass
+class ExecutorStats:
+    """Counters of a ``CompiledExecutor`` (read them; do not write)."""
+
+    compiles: int = 0
+    memory_hits: int = 0
+    disk_hits: int = 0
+    fallbacks: int = 0
+    compile_seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return (
+            f"compiles={self.compiles} memory_hits={self.memory_hits} "
+            f"disk_hits={self.disk_hits} fallbacks={self.fallbacks} "
+            f"compile_seconds={self.compile_seconds:.3f}"
+        )
+
+
+@dataclass
+class _NodeEntry:
+    """A memoized linearization of one node structure."""
+
+    recorded: RecordedGraph
+    linear: LinearizedGraph
+    transposed: LinearizedGraph
+    key: Hashable
+    saved_order: tuple[ValueKey, ...]
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    plan: BoundPlan
+    arg_sources: tuple[ArgSource, ...]
+
+
+class CompiledExecutor(BackwardExecutor):
+    """Runs backward nodes as JIT-compiled native kernels, cached in memory and on disk.
+
+    ``cache_dir``: None for the user cache directory (``$TIDU_COMPILE_CACHE_DIR``
+    overrides it), a path, or False for memory only. ``forbid_compile=True`` makes any
+    compilation raise ``CompileForbiddenError`` (tests use it to prove cache hits).
+    """
+
+    def __init__(
+        self,
+        cache_dir: str | Path | None | bool = None,
+        *,
+        memory_entries: int = 1024,
+        forbid_compile: bool = False,
+    ) -> None:
+        if cache_dir is True:
+            raise TypeError("cache_dir: pass None, a path, or False")
+        self.disk = (
+            None if cache_dir is False else DiskCache(cache_dir or default_cache_dir())
+        )
+        self.memory = MemoryCache(memory_entries)
+        self.forbid_compile = forbid_compile
+        self.stats = ExecutorStats()
+        self._linearizations = MemoryCache(memory_entries)
+        self._entries_by_linear: dict[int, _NodeEntry] = {}
+        self._lock = threading.RLock()
+        self._reference = ReferenceExecutor()
+
+    # ---------------------------------------------------------------- protocol
+
+    def linearize_recorded_graph(
+        self, graph: RecordedGraph, output_slots: Sequence[int], ctx: Any
+    ) -> LinearizedGraph:
+        key = (graph.input_keys, graph.output_keys, tuple(output_slots))
+        entry = self._linearizations.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._linearizations.get(key)
+                if entry is None:
+                    linear = graph.linearize(output_slots, ctx)
+                    entry = _NodeEntry(
+                        graph,
+                        linear,
+                        linear_transpose(linear, ctx),
+                        key,
+                        graph.input_keys + graph.output_keys,
+                    )
+                    self._linearizations.put(key, entry)
+                    self._forget_evicted_linearizations()
+                    self._entries_by_linear[id(linear)] = entry
+        return entry.linear
+
+    def execute_forward(
+        self, graph: PrimitiveGraph, initial_data: Mapping[ValueKey, Any]
+    ) -> Mapping[ValueKey, Any]:
+        """Residuals are recomputed by the kernels: hand the saved data through."""
+        return initial_data
+
+    def run_transposed_linear(
+        self,
+        linear: LinearizedGraph,
+        cotangent_out: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+        ctx: Any,
+    ) -> list[Any]:
+        if len(cotangent_out) != len(linear.tangent_outputs):
+            raise ValueError(
+                f"cotangent_out: expected {len(linear.tangent_outputs)} cotangents, "
+                f"got {len(cotangent_out)}"
+            )
+        entry = self._entries_by_linear.get(id(linear))
+        seeds = [ct for ct, t in zip(cotangent_out, linear.tangent_outputs, strict=True)
+                 if t is not None]  # fmt: skip
+        if entry is None or entry.linear is not linear or not _all_arrays(seeds, external_data):
+            return self._run_reference(linear, cotangent_out, external_data, ctx)
+        saved = [external_data.get(k) for k in entry.saved_order]
+        types = (
+            tuple(type_of(s) for s in seeds),
+            tuple(None if v is None else type_of(v) for v in saved),
+        )
+        compiled = self.memory.get((entry.key, types))
+        if compiled is None:
+            try:
+                compiled = self._compile(entry, types)
+            except UnsupportedNode:
+                return self._run_reference(linear, cotangent_out, external_data, ctx)
+        else:
+            self.stats.memory_hits += 1
+        args = [seeds[s.index] if s.kind == "seed" else saved[s.index]
+                for s in compiled.arg_sources]  # fmt: skip
+        fallbacks = compiled.plan.plan.fallback_count
+        if fallbacks:
+            self.stats.fallbacks += fallbacks
+        return compiled.plan.run(args)
+
+    def add_operands(self, a: Any, b: Any) -> Any:
+        return np.add(a, b) if isinstance(a, np.ndarray) else a + b
+
+    # ---------------------------------------------------------------- compiling
+
+    def _compile(
+        self,
+        entry: _NodeEntry,
+        types: tuple[tuple[TensorType, ...], tuple[TensorType | None, ...]],
+    ) -> _Compiled:
+        from tidu_compile.compiler import pipeline
+
+        with self._lock:  # single flight: one compile per key, others wait and hit
+            cached = self.memory.get((entry.key, types))
+            if cached is not None:
+                self.stats.memory_hits += 1
+                return cached
+            seed_types, saved_types = types
+            saved = {k: t for k, t in zip(entry.saved_order, saved_types, strict=True)
+                     if t is not None}  # fmt: skip
+            program = build_program(
+                entry.recorded, entry.linear, seed_types, saved, entry.transposed
+            )
+            digest = pipeline.program_digest(program)
+            artifact = self.disk.get(digest) if self.disk is not None else None
+            if artifact is not None and pipeline.artifact_matches(artifact, digest):
+                self.stats.disk_hits += 1
+            else:
+                if self.forbid_compile:
+                    raise CompileForbiddenError(
+                        f"compiling a backward node is forbidden (forbid_compile=True):\n{program}"
+                    )
+                start = time.perf_counter()
+                artifact = pipeline.compile_program(program, digest)
+                self.stats.compile_seconds += time.perf_counter() - start
+                self.stats.compiles += 1
+                for stage, seconds in artifact.stage_seconds.items():
+                    self.stats.stage_seconds[stage] = (
+                        self.stats.stage_seconds.get(stage, 0.0) + seconds
+                    )
+                if self.disk is not None:
+                    self.disk.put(digest, artifact)
+            compiled = _Compiled(pipeline.bind(artifact), program.arg_sources)
+            self.memory.put((entry.key, types), compiled)
+            return compiled
+
+    def _run_reference(
+        self,
+        linear: LinearizedGraph,
+        cotangent_out: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+        ctx: Any,
+    ) -> list[Any]:
+        self.stats.fallbacks += 1
+        residuals = self._reference.execute_forward(PrimitiveGraph(linear.graph), external_data)
+        return self._reference.run_transposed_linear(linear, cotangent_out, residuals, ctx)
+
+    def _forget_evicted_linearizations(self) -> None:
+        live = {id(e.linear) for e in self._linearizations._entries.values()}
+        for stale in [k for k in self._entries_by_linear if k not in live]:
+            del self._entries_by_linear[stale]
+
+
+def _all_arrays(seeds: Sequence[Any], data: Mapping[ValueKey, Any]) -> bool:
+    return all(isinstance(s, np.ndarray) for s in seeds) and all(
+        isinstance(v, np.ndarray) for v in data.values()
+    )

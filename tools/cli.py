@@ -1,0 +1,251 @@
+"""``tidu-compile``: dump every stage of the backward compiler, run passes, manage the cache.
+
+    tidu-compile dump --example mlp --stage fused
+    tidu-compile dump model.py:loss --input x=256x512:f32 --input w=512:f32 --stage asm --node 0
+    tidu-compile opt kernel.mlir -p canonicalize,tidu-fuse-elementwise --print-between-passes
+    tidu-compile passes
+    tidu-compile cache info | clear
+
+User mistakes (missing file, bad shape spec, unknown stage or pass, malformed IR) print
+one line on stderr and exit with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["main"]
+
+DTYPES = {"f32": "float32", "f64": "float64", "c64": "complex64", "c128": "complex128"}
+
+
+class CliError(Exception):
+    """A user mistake: printed as one line, exit status 2."""
+
+
+# ------------------------------------------------------------------ dump
+
+
+def parse_input_spec(spec: str) -> tuple[str, tuple[int, ...], str]:
+    """``x=256x512:f32`` -> ("x", (256, 512), "float32"); ``s=:f64`` is a 0-d input."""
+    name, sep, rest = spec.partition("=")
+    shape_text, sep2, dtype_text = rest.partition(":")
+    if not sep or not name.isidentifier():
+        raise CliError(f"--input {spec!r}: expected NAME=SHAPE:DTYPE, e.g. x=256x512:f32")
+    dtype = DTYPES.get(dtype_text or "f64")
+    if dtype is None:
+        raise CliError(f"--input {spec!r}: unknown dtype {dtype_text!r} (use {', '.join(DTYPES)})")
+    try:
+        shape = tuple(int(d) for d in shape_text.split("x")) if shape_text else ()
+    except ValueError:
+        raise CliError(f"--input {spec!r}: bad shape {shape_text!r} (use e.g. 4x8)") from None
+    if any(d < 0 for d in shape):
+        raise CliError(f"--input {spec!r}: negative dimension in {shape_text!r}")
+    return name, shape, dtype
+
+
+def load_target(target: str) -> Callable[..., Any]:
+    """``path/to/file.py:function`` -> the function."""
+    path_text, sep, function_name = target.rpartition(":")
+    if not sep or not function_name:
+        raise CliError(f"target {target!r}: expected path/to/file.py:function")
+    path = Path(path_text)
+    if not path.is_file():
+        raise CliError(f"target {target!r}: no such file {path_text}")
+    spec = importlib.util.spec_from_file_location(f"_tidu_target_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"target {target!r}: cannot load {path_text} as Python")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # noqa: BLE001 - the user's module failed to import
+        raise CliError(f"target {target!r}: importing it raised {type(error).__name__}: {error}")
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise CliError(f"target {target!r}: {path_text} defines no function {function_name!r}")
+    return function
+
+
+def _record(args: argparse.Namespace) -> Any:
+    import tidu_compile as tc
+
+    rng = np.random.default_rng(args.seed)
+    if args.example:
+        from tidu_compile.tools.examples import EXAMPLES
+
+        if args.example not in EXAMPLES:
+            raise CliError(f"--example {args.example!r}: unknown (choose from {', '.join(EXAMPLES)})")
+        example = EXAMPLES[args.example]
+        arrays = example.make_inputs(rng, np.dtype(DTYPES[args.dtype]).type)
+        function: Callable[..., Any] = example.function
+    else:
+        if not args.target:
+            raise CliError("dump: give a TARGET (file.py:function) or --example NAME")
+        function = load_target(args.target)
+        specs = dict((name, (shape, dtype)) for name, shape, dtype in map(parse_input_spec, args.input))
+        parameters = list(inspect.signature(function).parameters)
+        missing = [p for p in parameters if p not in specs]
+        unknown = [n for n in specs if n not in parameters]
+        if missing or unknown:
+            raise CliError(
+                f"--input: the function takes ({', '.join(parameters)}); "
+                + (f"missing {', '.join(missing)}" if missing else f"unknown {', '.join(unknown)}")
+            )
+        arrays = []
+        for p in parameters:
+            shape, dtype = specs[p]
+            data = rng.normal(size=shape)
+            if dtype.startswith("complex"):
+                data = data + 1j * rng.normal(size=shape)
+            arrays.append(data.astype(dtype))
+    inputs = [tc.tensor(a, requires_grad=True) for a in arrays]
+    try:
+        loss = function(*inputs)
+    except Exception as error:  # noqa: BLE001 - the user's function failed
+        raise CliError(f"recording the function raised {type(error).__name__}: {error}") from None
+    if not isinstance(loss, tc.Tensor) or loss.shape != ():
+        raise CliError("the function must return a scalar (0-d) Tensor")
+    return loss
+
+
+def command_dump(args: argparse.Namespace) -> None:
+    from tidu_compile.compiler.inspect import backward_nodes, stage_text
+
+    nodes = backward_nodes(_record(args))
+    if args.node is not None:
+        if not 0 <= args.node < len(nodes):
+            raise CliError(f"--node {args.node}: the backward pass has nodes 0..{len(nodes) - 1}")
+        nodes = [nodes[args.node]]
+    for node in nodes:
+        comment = "//" if args.format == "text" else "#" if False else "//"
+        print(f"{comment} ===== {node.title()} =====")
+        print(stage_text(node, args.stage, args.format))
+
+
+# ------------------------------------------------------------------ opt, passes, cache
+
+
+def command_opt(args: argparse.Namespace) -> None:
+    from xdsl.parser import Parser
+
+    from tidu_compile.compiler.pipeline import run_passes, tidu_context
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise CliError(f"{args.file}: no such file")
+    context = tidu_context()
+    try:
+        module = Parser(context, path.read_text(), str(path)).parse_module()
+        module.verify()
+    except Exception as error:  # noqa: BLE001 - malformed IR is a user mistake
+        raise CliError(f"{args.file}: {_first_line(error)}") from None
+
+    def show(previous: Any, module: Any, following: Any) -> None:
+        print(f"// -----// IR Dump After {previous.name} //----- //")
+        print(module)
+
+    if args.passes:
+        try:
+            run_passes(module, args.passes, context, show if args.print_between_passes else None)
+        except Exception as error:  # noqa: BLE001 - unknown pass or a pass rejected the IR
+            raise CliError(f"-p {args.passes}: {_first_line(error)}") from None
+    print(module)
+
+
+def command_passes(args: argparse.Namespace) -> None:
+    from tidu_compile.backend.lower_to_llvm import LOWERING_PIPELINE
+    from tidu_compile.compiler.pipeline import FUSION_PIPELINE
+    from tidu_compile.passes import get_all_passes
+
+    for name, load in sorted(get_all_passes().items()):
+        doc = (inspect.getdoc(load()) or inspect.getdoc(sys.modules[load().__module__]) or "")
+        print(f"{name:28} {doc.splitlines()[0] if doc else ''}")
+    print()
+    print("tidu -> fused:  " + ",".join(FUSION_PIPELINE))
+    print("fused -> loops: tidu-lower-to-loops")
+    print("loops -> llvm:  " + ",".join(LOWERING_PIPELINE))
+
+
+def command_cache(args: argparse.Namespace) -> None:
+    from tidu_compile.compiler.cache import DiskCache, default_cache_dir
+
+    cache = DiskCache(args.dir or default_cache_dir())
+    if args.action == "info":
+        entries = cache.entries()
+        size = sum(p.stat().st_size for p in entries if p.exists())
+        print(f"directory: {cache.directory}")
+        print(f"entries:   {len(entries)}")
+        print(f"bytes:     {size}")
+    else:
+        print(f"removed {cache.clear()} entries from {cache.directory}")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[0] if len(lines) == 1 else f"{type(error).__name__}: " + " | ".join(lines[:6])
+
+
+# ------------------------------------------------------------------ main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tidu_compile.compiler.pipeline import STAGES
+
+    parser = argparse.ArgumentParser(prog="tidu-compile", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    dump = sub.add_parser("dump", help="dump the IR of every backward node at one stage")
+    dump.add_argument("target", nargs="?", help="path/to/file.py:function")
+    dump.add_argument("--example", help="a built-in example instead of a target")
+    dump.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE:DTYPE")
+    dump.add_argument("--stage", required=True, choices=STAGES)
+    dump.add_argument("--node", type=int, help="only this node (backward order)")
+    dump.add_argument("--format", choices=("text", "dot"), default="text")
+    dump.add_argument("--dtype", choices=tuple(DTYPES), default="f64", help="for --example")
+    dump.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
+    dump.set_defaults(run=command_dump)
+
+    opt = sub.add_parser("opt", help="parse IR text, run passes, print")
+    opt.add_argument("file")
+    opt.add_argument("-p", "--passes", default="", help="comma-separated pass pipeline")
+    opt.add_argument("--print-between-passes", action="store_true")
+    opt.set_defaults(run=command_opt)
+
+    passes = sub.add_parser("passes", help="list the passes with one-line descriptions")
+    passes.set_defaults(run=command_passes)
+
+    cache = sub.add_parser("cache", help="inspect or clear the on-disk kernel cache")
+    cache.add_argument("action", choices=("info", "clear"))
+    cache.add_argument("--dir", help="cache directory (default: the user cache directory)")
+    cache.set_defaults(run=command_cache)
+    return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.run(args)
+    except CliError as error:
+        print(f"tidu-compile: error: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
