@@ -101,7 +101,9 @@ class ScaleOneOrScale(RewritePattern):
             return
         inner = op.operand.owner
         if isinstance(inner, ScaleOp):
-            rewriter.replace(op, ScaleOp(inner.operand, op.value * inner.value))
+            a, b = op.value, inner.value
+            product = a.real * b.real if a.imag == 0 and b.imag == 0 else a * b
+            rewriter.replace(op, ScaleOp(inner.operand, product))
 
 
 class ShiftZero(RewritePattern):

@@ -278,7 +278,7 @@ def _apply_jvp(
     tangent_of: dict[ValueKey, int | None],
     ctx: Any,
 ) -> list[int | None]:
-    op = op_key.operation
+    op: Any = op_key.operation
     output_count = getattr(op, "output_count", 1)
     tangents = [tangent_of.get(k) for k in op_key.inputs]
     if all(t is None for t in tangents):
@@ -407,7 +407,7 @@ def linear_transpose(linear: LinearizedGraph, ctx: Any = None) -> LinearizedGrap
         seed = builder.add_input(raw)
         seeds.append(seed)
         seed_inputs.append((raw, seed))
-    results = linear_transpose_with_builder(linear, builder, seeds, ctx)
+    results = linear_transpose_with_builder(linear, builder, seeds, ctx)  # type: ignore[arg-type]
     builder.set_outputs(r for r in results if r is not None)
     return LinearizedGraph(builder.build(), tuple(seed_inputs), tuple(results))
 

@@ -72,8 +72,8 @@ class CountingKeySource(KeySource):
 # --------------------------------------------------------------------------- graphs
 
 
-def _value_key(key: Hashable) -> ValueKey:
-    return key if isinstance(key, Input) else Input(key)
+def _raw_key(key: Hashable) -> Hashable:
+    return key.key if isinstance(key, Input) else key
 
 
 class RecordedGraph:
@@ -104,7 +104,7 @@ class RecordedGraph:
     def from_primitive(cls, op: Any, input_keys: Sequence[Hashable]) -> RecordedGraph:
         """A one-operation graph ``op(input_keys...)``; keys may be raw or ``Input(k)``."""
         builder = GraphBuilder()
-        ids = [builder.add_input(_value_key(k).key) for k in input_keys]
+        ids = [builder.add_input(_raw_key(k)) for k in input_keys]
         outputs = builder.add_operation(op, ids, Primary())
         builder.set_outputs(outputs)
         graph = builder.build()
@@ -229,7 +229,9 @@ class BackwardExecutor(ABC):
     """What ``backward`` calls for each tape node; see tidu's ``BackwardExecutor``."""
 
     @abstractmethod
-    def execute_forward(self, graph: PrimitiveGraph, initial_data: Mapping[ValueKey, Any]) -> dict:
+    def execute_forward(
+        self, graph: PrimitiveGraph, initial_data: Mapping[ValueKey, Any]
+    ) -> Mapping[ValueKey, Any]:
         """Evaluate the residual (primal) values of ``graph`` from ``initial_data``."""
 
     @abstractmethod

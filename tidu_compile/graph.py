@@ -65,10 +65,12 @@ class Linearized:
         if not isinstance(self.active_mask, tuple) or not all(
             isinstance(b, bool) for b in self.active_mask
         ):
-            raise TypeError(f"Linearized.active_mask must be a tuple of bools, got {self.active_mask!r}")
+            raise TypeError(
+                f"Linearized.active_mask must be a tuple of bools, got {self.active_mask!r}"
+            )
 
 
-Role = Union[Primary, Linearized]
+Role = Primary | Linearized
 
 
 # --------------------------------------------------------------------------- keys
@@ -179,7 +181,7 @@ class Derived:
         return f"Derived({self.operation.operation!r}, slot={self.output_slot})"
 
 
-ValueKey = Union[Input, Derived]
+ValueKey = Union["Input", "Derived"]
 
 
 def _depth_of(key: ValueKey) -> int:
@@ -236,7 +238,7 @@ class External:
     key: ValueKey
 
 
-PrimitiveValue = Union[Local, External]
+PrimitiveValue = Local | External
 
 
 # --------------------------------------------------------------------------- graph

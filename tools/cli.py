@@ -67,7 +67,9 @@ def load_target(target: str) -> Callable[..., Any]:
     try:
         spec.loader.exec_module(module)
     except Exception as error:  # noqa: BLE001 - the user's module failed to import
-        raise CliError(f"target {target!r}: importing it raised {type(error).__name__}: {error}")
+        raise CliError(
+            f"target {target!r}: importing it raised {type(error).__name__}: {error}"
+        ) from None
     function = getattr(module, function_name, None)
     if not callable(function):
         raise CliError(f"target {target!r}: {path_text} defines no function {function_name!r}")
@@ -82,7 +84,8 @@ def _record(args: argparse.Namespace) -> Any:
         from tidu_compile.tools.examples import EXAMPLES
 
         if args.example not in EXAMPLES:
-            raise CliError(f"--example {args.example!r}: unknown (choose from {', '.join(EXAMPLES)})")
+            choices = ", ".join(EXAMPLES)
+            raise CliError(f"--example {args.example!r}: unknown (choose from {choices})")
         example = EXAMPLES[args.example]
         arrays = example.make_inputs(rng, np.dtype(DTYPES[args.dtype]).type)
         function: Callable[..., Any] = example.function
@@ -90,7 +93,7 @@ def _record(args: argparse.Namespace) -> Any:
         if not args.target:
             raise CliError("dump: give a TARGET (file.py:function) or --example NAME")
         function = load_target(args.target)
-        specs = dict((name, (shape, dtype)) for name, shape, dtype in map(parse_input_spec, args.input))
+        specs = {name: (shape, dtype) for name, shape, dtype in map(parse_input_spec, args.input)}
         parameters = list(inspect.signature(function).parameters)
         missing = [p for p in parameters if p not in specs]
         unknown = [n for n in specs if n not in parameters]
@@ -125,8 +128,7 @@ def command_dump(args: argparse.Namespace) -> None:
             raise CliError(f"--node {args.node}: the backward pass has nodes 0..{len(nodes) - 1}")
         nodes = [nodes[args.node]]
     for node in nodes:
-        comment = "//" if args.format == "text" else "#" if False else "//"
-        print(f"{comment} ===== {node.title()} =====")
+        print(f"// ===== {node.title()} =====")
         print(stage_text(node, args.stage, args.format))
 
 
@@ -161,9 +163,10 @@ def command_opt(args: argparse.Namespace) -> None:
 
 
 def command_passes(args: argparse.Namespace) -> None:
+    from tidu_compile.passes import get_all_passes
+
     from tidu_compile.backend.lower_to_llvm import LOWERING_PIPELINE
     from tidu_compile.compiler.pipeline import FUSION_PIPELINE
-    from tidu_compile.passes import get_all_passes
 
     for name, load in sorted(get_all_passes().items()):
         doc = (inspect.getdoc(load()) or inspect.getdoc(sys.modules[load().__module__]) or "")
@@ -228,10 +231,6 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("--dir", help="cache directory (default: the user cache directory)")
     cache.set_defaults(run=command_cache)
     return parser
-
-
-class _Parser(argparse.ArgumentParser):
-    pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:

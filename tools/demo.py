@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from tidu_compile.tools.examples import EXAMPLES
 
 import tidu_compile as tc
-from tidu_compile.tools.examples import EXAMPLES
 
 
 def _finite_difference(loss, arrays, index, eps=1e-6):  # type: ignore[no-untyped-def]
@@ -43,7 +43,10 @@ def main() -> None:
         grads = tc.grad(loss, inputs, executor=executor)
         elapsed = time.perf_counter() - start
         expected = tc.grad(loss, inputs, executor=reference)
-        error = max(float(np.max(np.abs(g - e))) for g, e in zip(grads, expected, strict=True))
+        error = max(
+            float(np.max(np.abs(np.asarray(g) - np.asarray(e))))
+            for g, e in zip(grads, expected, strict=True)
+        )
         print(f"iteration {iteration}: loss {loss.item():.6f}, backward {elapsed * 1e3:.2f} ms, "
               f"max |compiled - reference| = {error:.2e}")
         stats = getattr(executor, "stats", None)

@@ -11,6 +11,7 @@ from op_cases import DIFFERENTIABLE_CASES, Case
 from tidu_compile import Name, PrimitiveGraph, RecordedGraph, ReferenceExecutor, ops
 from tidu_compile.ops import TensorType
 
+
 def _one_case_per_op() -> list[Case]:
     """One float64 case per op class (per instance for parameterized elementwise ops)."""
     seen: dict[object, Case] = {}

@@ -61,7 +61,7 @@ def backward_nodes(loss: Tensor) -> list[BackwardNode]:
     if not isinstance(loss, Tensor) or loss._trace is None:
         raise ValueError("the function's result does not depend on any input")
     active = {loss._key}
-    nodes = []
+    nodes: list[BackwardNode] = []
     for trace in _reverse_topological(loss._trace):
         slots = tuple(s for s, k in enumerate(trace.output_keys) if k in active)
         if not slots:

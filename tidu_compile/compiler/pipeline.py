@@ -1,19 +1,19 @@
 """The compilation pipeline of one backward node, cut at named stages.
 
-=========== ================================================================ ===========
-stage       what                                                             made by
-=========== ================================================================ ===========
-graph       the recorded node                                                the tape
-linear      its JVP graph for the active output slots                        ``linearize``
-transposed  the VJP graph                                                    ``linear_transpose``
-tidu        one ``func.func @node`` of tidu ops on tensors                   ``to_tidu``
-fused       + canonicalize, cse, dce, ``tidu-fuse-elementwise``              passes/
-loops       kernels outlined to func/scf/memref/arith/math                   ``tidu-lower-to-loops``
-llvm        the kernels in the xDSL llvm dialect                             ``lower_to_llvm_dialect``
-llvm-ir     LLVM IR text                                                     ``backend.jit``
-opt-ir      LLVM IR after O3                                                 ``backend.jit``
-asm         host assembly                                                    ``backend.jit``
-=========== ================================================================ ===========
+=========== ==================================================== =========================
+stage       what                                                 made by
+=========== ==================================================== =========================
+graph       the recorded node                                    the tape
+linear      its JVP graph for the active output slots            ``linearize``
+transposed  the VJP graph                                        ``linear_transpose``
+tidu        one ``func.func @node`` of tidu ops on tensors       ``to_tidu``
+fused       + canonicalize, cse, dce, fusion into kernels        ``tidu-fuse-elementwise``
+loops       kernels outlined to func/scf/memref/arith/math       ``tidu-lower-to-loops``
+llvm        the kernels in the xDSL llvm dialect                 ``lower_to_llvm_dialect``
+llvm-ir     LLVM IR text                                         ``backend.jit``
+opt-ir      LLVM IR after O3                                     ``backend.jit``
+asm         host assembly                                        ``backend.jit``
+=========== ==================================================== =========================
 
 ``compile_program`` runs every stage and returns an ``Artifact``: the node's ``Plan``
 (read off the ``loops`` form of ``@node``) and the object code of its kernels, which is
@@ -55,7 +55,9 @@ STAGES = (
 )  # fmt: skip
 
 #: Passes from the ``tidu`` stage to the ``fused`` stage, in ``-p`` spelling.
-FUSION_PIPELINE = ("canonicalize", "cse", "dce", "tidu-fuse-elementwise", "dce")
+FUSION_PIPELINE = (
+    "canonicalize", "cse", "dce", "tidu-fuse-elementwise{complex_kernels=true}", "dce",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -116,14 +118,16 @@ def run_passes(
     module: ModuleOp,
     spec: str,
     context: Context | None = None,
-    callback: Callable[[ModulePass, ModuleOp, ModulePass], None] | None = None,
+    callback: Callable[[ModulePass | None, ModuleOp, ModulePass | None], None] | None = None,
 ) -> ModuleOp:
     """Run a comma-separated pass pipeline in place, verifying after every pass."""
     context = context or tidu_context()
     available = available_passes()
     passes = PassPipeline.parse_spec(available, spec).passes
 
-    def verify_after(previous: ModulePass, module: ModuleOp, following: ModulePass) -> None:
+    def verify_after(
+        previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
+    ) -> None:
         module.verify()
         if callback is not None:
             callback(previous, module, following)

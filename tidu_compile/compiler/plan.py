@@ -5,7 +5,7 @@ A plan is a list of steps over a table of buffers (numpy arrays). Buffers
 writes others:
 
 * ``KernelStep``: a native function compiled from one fused ``tidu.kernel``; called
-  through ctypes with one array of pointers (inputs, then freshly allocated outputs).
+  through ctypes with one pointer per buffer (inputs, then freshly allocated outputs).
 * ``LibraryStep``: a primitive evaluated by numpy between kernels: contractions
   (``dot_general`` runs on numpy's BLAS) and any op the compiler does not lower
   (counted as a fallback).
@@ -28,7 +28,6 @@ from tidu_compile.ops.base import TensorType
 
 __all__ = ["KernelStep", "LibraryStep", "Plan", "native_buffer"]
 
-_KERNEL_TYPE = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))
 
 
 def native_buffer(array: Any, expected: TensorType, what: str) -> np.ndarray:
@@ -86,7 +85,9 @@ class Plan:
             if isinstance(step, KernelStep):
                 if step.symbol not in addresses:
                     raise KeyError(f"plan: no native code loaded for kernel {step.symbol!r}")
-                functions[step.symbol] = _KERNEL_TYPE(addresses[step.symbol])
+                arity = len(step.inputs) + len(step.outputs)
+                signature = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * arity))
+                functions[step.symbol] = signature(addresses[step.symbol])
         return BoundPlan(self, functions)
 
 
@@ -116,13 +117,13 @@ class BoundPlan:
 
     def _run_kernel(self, step: KernelStep, buffers: list[Any]) -> None:
         types = self.plan.types
-        pointers = (ctypes.c_void_p * (len(step.inputs) + len(step.outputs)))()
-        for slot, index in enumerate(step.inputs):
+        pointers = []
+        for index in step.inputs:
             array = native_buffer(buffers[index], types[index], f"kernel {step.symbol} input")
             buffers[index] = array
-            pointers[slot] = array.ctypes.data
-        for slot, index in enumerate(step.outputs, start=len(step.inputs)):
+            pointers.append(array.ctypes.data)
+        for index in step.outputs:
             array = np.empty(types[index].shape, dtype=self._dtypes[index])
             buffers[index] = array
-            pointers[slot] = array.ctypes.data
-        self._functions[step.symbol](pointers)
+            pointers.append(array.ctypes.data)
+        self._functions[step.symbol](*pointers)

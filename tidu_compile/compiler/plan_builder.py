@@ -3,6 +3,7 @@
 After ``tidu-lower-to-loops`` the node function is a straight-line sequence of::
 
     %m  = bufferization.to_buffer %t        -> alias of a buffer
+    %p  = builtin.unrealized_conversion_cast -> alias (complex memref viewed as (re, im) pairs)
     %o  = memref.alloc()                     -> a fresh output buffer
     func.call @node_k0(%m, ..., %o)          -> KernelStep (allocated buffers are outputs)
     %t2 = bufferization.to_tensor %o         -> alias of a buffer
@@ -15,7 +16,7 @@ Anything else in ``@node`` is an error naming the op: nothing falls through.
 from __future__ import annotations
 
 from xdsl.dialects import bufferization, func, memref
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp, UnrealizedConversionCastOp
 from xdsl.ir import Operation, SSAValue
 
 from tidu_compile.compiler.plan import KernelStep, LibraryStep, Plan
@@ -39,7 +40,7 @@ LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = (
 def node_function(module: ModuleOp) -> func.FuncOp:
     """The node function: the first ``func.func`` of the module that is not a kernel."""
     for op in module.ops:
-        if isinstance(op, func.FuncOp) and not op.sym_visibility:
+        if isinstance(op, func.FuncOp) and "tidu.kernel" not in op.attributes:
             return op
     raise ValueError("stage loops: the module has no public node function")
 
@@ -69,7 +70,9 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
         return len(types) - 1
 
     for op in block.ops:
-        if isinstance(op, bufferization.ToBufferOp | bufferization.ToTensorOp):
+        if isinstance(
+            op, bufferization.ToBufferOp | bufferization.ToTensorOp | UnrealizedConversionCastOp
+        ):
             buffer_of[op.results[0]] = buffer_of[op.operands[0]]
         elif isinstance(op, memref.AllocOp):
             index = new_buffer(_memref_type(op.results[0]))

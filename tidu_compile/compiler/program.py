@@ -179,7 +179,9 @@ def build_program(
 def _primal_leaves(view: Any, graph: Any, saved: Mapping[ValueKey, TensorType]) -> set[ValueKey]:
     """Saved keys that the transposed graph reads, directly or through residual ops."""
     found: set[ValueKey] = set()
-    stack = [ref.key for node in graph.operations for ref in node.inputs if not isinstance(ref, Local)]
+    stack = [
+        ref.key for node in graph.operations for ref in node.inputs if not isinstance(ref, Local)
+    ]
     seen: set[ValueKey] = set()
     while stack:
         key = stack.pop()

@@ -124,7 +124,9 @@ FROM_TIDU: dict[type, Callable[[Any], Any]] = {
     tidu.ScaleOp: lambda op: ops.Scale(_scalar(op.value)),
     tidu.FullLikeOp: lambda op: ops.FullLike(_scalar(op.value)),
     tidu.ToComplexOp: lambda op: ops.ToComplex(op.is_imaginary),
-    tidu.ConvertOp: lambda op: ops.Convert(op_type(op.results[0]).dtype, op_type(op.operands[0]).dtype),
+    tidu.ConvertOp: lambda op: ops.Convert(
+        op_type(op.results[0]).dtype, op_type(op.operands[0]).dtype
+    ),
     tidu.ConstantOp: lambda op: ops.Constant(
         _scalar(op.value), op_type(op.results[0]).shape, op_type(op.results[0]).dtype
     ),

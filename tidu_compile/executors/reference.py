@@ -14,8 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from tidu_compile.ad import LinearizedGraph, PrimitiveBuilder, PrimitiveGraph
-from tidu_compile.ad import linear_transpose_with_builder
+from tidu_compile.ad import (
+    LinearizedGraph,
+    PrimitiveBuilder,
+    PrimitiveGraph,
+    linear_transpose_with_builder,
+)
 from tidu_compile.eager import BackwardExecutor
 from tidu_compile.graph import (
     Derived,
@@ -65,7 +69,9 @@ class EvaluatingBuilder(PrimitiveBuilder):
         self.values.append(value)
         return len(self.values) - 1
 
-    def add_primitive(self, op: Any, inputs: Sequence[PrimitiveValue | int], role: Role) -> list[int]:
+    def add_primitive(
+        self, op: Any, inputs: Sequence[PrimitiveValue | int], role: Role
+    ) -> list[int]:
         return [self.add_value(v) for v in evaluate_primitive(op, [self._get(r) for r in inputs])]
 
     def _get(self, ref: PrimitiveValue | int) -> Any:

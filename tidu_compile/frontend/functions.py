@@ -256,7 +256,9 @@ def transpose(x: Any, axes: Any = None) -> Tensor:
     else:
         perm = tuple(int(a) % x.ndim if x.ndim else 0 for a in axes)
         if sorted(perm) != list(range(x.ndim)):
-            raise ValueError(f"transpose: axes {tuple(axes)} are not a permutation of {x.ndim} dims")
+            raise ValueError(
+                f"transpose: axes {tuple(axes)} are not a permutation of {x.ndim} dims"
+            )
     if perm == tuple(range(x.ndim)):
         return x
     if not x.requires_grad:

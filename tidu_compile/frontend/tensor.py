@@ -16,9 +16,9 @@ import numpy as np
 
 from tidu_compile.ad import Name
 from tidu_compile.eager import EagerInput, RecordedGraph, Trace
+from tidu_compile.frontend.state import RECORDER, grad_enabled
 from tidu_compile.graph import Input, ValueKey
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES, TensorOp, type_of
-from tidu_compile.frontend.state import RECORDER, grad_enabled
 
 __all__ = ["Tensor", "tensor", "apply_op", "as_tensor", "LEAVES"]
 

@@ -12,7 +12,7 @@ from tidu_compile.ops.base import (
     TensorType,
     type_of,
 )
-from tidu_compile.ops.complex_ops import Constant, Conj, Convert, Imag, Real, ToComplex
+from tidu_compile.ops.complex_ops import Conj, Constant, Convert, Imag, Real, ToComplex
 from tidu_compile.ops.elementwise import (
     Add,
     Compare,

@@ -30,7 +30,6 @@ from tidu_compile.ops.base import (
 from tidu_compile.ops.complex_ops import Conj
 
 
-
 class Elementwise(TensorOp):
     """Inputs of one type; one output of that type. ``allowed_dtypes`` is checked."""
 

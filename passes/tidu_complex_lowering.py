@@ -1,0 +1,220 @@
+"""Complex scalars in ``tidu-lower-to-loops``: one table from tidu op to arith/math on pairs.
+
+A complex<fN> element is a pair ``(re, im)`` of fN values in the loop body; a real or
+i1 value is a 1-tuple. ``COMPLEX_LOWERINGS`` maps each op class to a builder that
+receives the op, its lowered operands as such tuples and the ``emit`` callback, and
+returns one tuple per result. It is used for every op with a complex operand or
+result; ops with real types only go through ``SCALAR_LOWERINGS``.
+``tidu-fuse-elementwise`` lets an op on complex values into a kernel only when its
+class has a row here (``has_complex_lowering``).
+
+    %m = tidu.mul %a, %b : complex<f64>       %0 = arith.mulf %ar, %br : f64
+                                              %1 = arith.mulf %ai, %bi : f64
+                                      ->      %mr = arith.subf %0, %1 : f64
+                                              %2 = arith.mulf %ar, %bi : f64
+                                              %3 = arith.mulf %ai, %br : f64
+                                              %mi = arith.addf %2, %3 : f64
+
+Formulas: textbook multiplication (as numpy), Smith's algorithm for division,
+``exp(a + bi) = e^a (cos b + i sin b)``; compare eq is "both parts equal", ne its
+negation (NaN parts compare unequal). Infinite and NaN parts may differ from numpy's
+special cases in mul, div and exp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from tidu_compile.dialects import tidu_elementwise as ew
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import AnyFloat, ComplexType, i1
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from .tidu_scalar_lowering import Emit, constant
+
+Scalar = tuple[SSAValue, ...]
+"""A lowered element: ``(value,)`` for a real or i1 value, ``(re, im)`` for a complex one."""
+
+ComplexLowering = Callable[[Operation, Sequence[Scalar], Emit], Sequence[Scalar]]
+
+
+def _part_type(type_: Attribute) -> Attribute:
+    return type_.element_type if isinstance(type_, ComplexType) else type_
+
+
+def _add(emit: Emit, a: SSAValue, b: SSAValue) -> SSAValue:
+    return emit(arith.AddfOp(a, b)).results[0]
+
+
+def _sub(emit: Emit, a: SSAValue, b: SSAValue) -> SSAValue:
+    return emit(arith.SubfOp(a, b)).results[0]
+
+
+def _mul(emit: Emit, a: SSAValue, b: SSAValue) -> SSAValue:
+    return emit(arith.MulfOp(a, b)).results[0]
+
+
+def _div(emit: Emit, a: SSAValue, b: SSAValue) -> SSAValue:
+    return emit(arith.DivfOp(a, b)).results[0]
+
+
+def _select(emit: Emit, mask: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+    return emit(arith.SelectOp(mask, a, b)).results[0]
+
+
+def complex_mul(emit: Emit, x: Scalar, y: Scalar) -> Scalar:
+    (a, b), (c, d) = x, y
+    return (_sub(emit, _mul(emit, a, c), _mul(emit, b, d)),
+            _add(emit, _mul(emit, a, d), _mul(emit, b, c)))
+
+
+def complex_div(emit: Emit, x: Scalar, y: Scalar) -> Scalar:
+    """Smith's algorithm, both branches computed and one selected (no control flow)."""
+    (a, b), (c, d) = x, y
+    c_abs, d_abs = emit(math.AbsFOp(c)).results[0], emit(math.AbsFOp(d)).results[0]
+    wide = emit(arith.CmpfOp(c_abs, d_abs, "oge")).results[0]
+    # |c| >= |d|: r = d/c, den = c + d r, re = (a + b r)/den, im = (b - a r)/den
+    r1 = _div(emit, d, c)
+    den1 = _add(emit, c, _mul(emit, d, r1))
+    re1 = _div(emit, _add(emit, a, _mul(emit, b, r1)), den1)
+    im1 = _div(emit, _sub(emit, b, _mul(emit, a, r1)), den1)
+    # |c| < |d|: r = c/d, den = c r + d, re = (a r + b)/den, im = (b r - a)/den
+    r2 = _div(emit, c, d)
+    den2 = _add(emit, _mul(emit, c, r2), d)
+    re2 = _div(emit, _add(emit, _mul(emit, a, r2), b), den2)
+    im2 = _div(emit, _sub(emit, _mul(emit, b, r2), a), den2)
+    return _select(emit, wide, re1, re2), _select(emit, wide, im1, im2)
+
+
+def _componentwise(build: Callable[[Emit, SSAValue, SSAValue], SSAValue]) -> ComplexLowering:
+    return lambda op, args, emit: [tuple(
+        build(emit, p, q) for p, q in zip(args[0], args[1], strict=True))]
+
+
+def _neg(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    return [tuple(emit(arith.NegfOp(part)).results[0] for part in args[0])]
+
+
+def _conj(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    re, im = args[0]
+    return [(re, emit(arith.NegfOp(im)).results[0])]
+
+
+def _real(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    return [(args[0][0],)]
+
+
+def _imag(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    return [(args[0][1],)]
+
+
+def _to_complex(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    assert isinstance(op, ew.ToComplexOp)
+    (x,) = args[0]
+    zero = constant(emit, 0.0, x.type)
+    return [(zero, x) if op.is_imaginary else (x, zero)]
+
+
+def _literal(emit: Emit, value: complex, type_: Attribute) -> Scalar:
+    part = _part_type(type_)
+    return constant(emit, value.real, part), constant(emit, value.imag, part)
+
+
+def _scale(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    assert isinstance(op, ew.ScaleOp)
+    factor = op.value
+    if factor.imag == 0:
+        k = constant(emit, factor.real, args[0][0].type)
+        return [tuple(_mul(emit, part, k) for part in args[0])]
+    return [complex_mul(emit, args[0], _literal(emit, factor, op.result.type))]
+
+
+def _shift(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    assert isinstance(op, ew.ShiftOp)
+    re, im = args[0]
+    return [(_add(emit, re, constant(emit, op.parameter, re.type)), im)]
+
+
+def _full_like(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    assert isinstance(op, ew.FullLikeOp | ew.ConstantOp)
+    return [_literal(emit, op.value, op.result.type)]
+
+
+def _select_op(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    (mask,), on_true, on_false = args
+    return [tuple(_select(emit, mask, p, q) for p, q in zip(on_true, on_false, strict=True))]
+
+
+def _compare(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    assert isinstance(op, ew.CompareOp)
+    equal = op.direction.data == "eq"
+    predicate = "oeq" if equal else "une"
+    re, im = (emit(arith.CmpfOp(p, q, predicate)).results[0]
+              for p, q in zip(args[0], args[1], strict=True))
+    joined = arith.AndIOp(re, im) if equal else arith.OrIOp(re, im)
+    return [(emit(joined).results[0],)]
+
+
+def _cast(emit: Emit, value: SSAValue, target: Attribute) -> SSAValue:
+    source = value.type
+    if source == target:
+        return value
+    assert isinstance(target, AnyFloat)
+    if source == i1:
+        return emit(arith.UIToFPOp(value, target)).results[0]
+    assert isinstance(source, AnyFloat)
+    if target.bitwidth > source.bitwidth:
+        return emit(arith.ExtFOp(value, target)).results[0]
+    return emit(arith.TruncFOp(value, target)).results[0]
+
+
+def _convert(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    target = _part_type(op.results[0].type)
+    parts = [_cast(emit, part, target) for part in args[0]]
+    if len(parts) == 1:
+        parts.append(constant(emit, 0.0, target))
+    return [tuple(parts)]
+
+
+def _exp(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    re, im = args[0]
+    scale = emit(math.ExpOp(re)).results[0]
+    return [(_mul(emit, scale, emit(math.CosOp(im)).results[0]),
+             _mul(emit, scale, emit(math.SinOp(im)).results[0]))]
+
+
+COMPLEX_LOWERINGS: dict[type[Operation], ComplexLowering] = {
+    ew.AddOp: _componentwise(_add),
+    ew.SubOp: _componentwise(_sub),
+    ew.MulOp: lambda op, args, emit: [complex_mul(emit, args[0], args[1])],
+    ew.DivOp: lambda op, args, emit: [complex_div(emit, args[0], args[1])],
+    ew.NegOp: _neg,
+    ew.ConjOp: _conj,
+    ew.RealOp: _real,
+    ew.ImagOp: _imag,
+    ew.ToComplexOp: _to_complex,
+    ew.ScaleOp: _scale,
+    ew.ShiftOp: _shift,
+    ew.FullLikeOp: _full_like,
+    ew.ConstantOp: _full_like,
+    ew.SelectOp: _select_op,
+    ew.CompareOp: _compare,
+    ew.ConvertOp: _convert,
+    ew.ExpOp: _exp,
+}
+"""tidu op class -> builder of its arith/math equivalent on (re, im) pairs."""
+
+
+def has_complex_lowering(op: Operation) -> bool:
+    """Whether an op on complex values can be lowered inside a kernel."""
+    return type(op) in COMPLEX_LOWERINGS
+
+
+__all__ = [
+    "COMPLEX_LOWERINGS",
+    "ComplexLowering",
+    "Scalar",
+    "complex_div",
+    "complex_mul",
+    "has_complex_lowering",
+]

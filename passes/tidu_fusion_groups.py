@@ -1,0 +1,186 @@
+"""Steps 1 and 2 of ``tidu-fuse-elementwise``: which ops fuse, and into which group.
+
+``is_fusible`` is the one predicate on types (f32, f64, i1, and, when asked for,
+complex values of ops with a complex lowering); ``fusion_kind`` says how a fusible
+op joins a kernel; ``Grouper`` assigns the fusible ops of one block, in program
+order, to ``Group``s, keeping the graph of groups and unfused ops acyclic. See the
+pass module for the algorithm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from tidu_compile.dialects.tidu_base import (
+    ElementwiseOperation,
+    array_values,
+    element_type,
+    is_complex_element,
+    is_real_element,
+)
+from tidu_compile.dialects.tidu_shape import BroadcastInDimOp, ReduceSumOp
+from xdsl.dialects.builtin import TensorType, i1
+from xdsl.ir import Operation, OpResult, SSAValue
+
+from .tidu_complex_lowering import has_complex_lowering
+
+
+def is_fusible(op: Operation, complex_kernels: bool = False) -> bool:
+    """THE predicate on types: whether ``op`` may compute inside a kernel. Tensors of
+    f32, f64 and i1 always; complex ones only with ``complex_kernels`` and when the op
+    has a row in ``COMPLEX_LOWERINGS`` (or is a broadcast or a reduction)."""
+    types = [*op.operand_types, *op.result_types]
+    if not types or not all(isinstance(t, TensorType) for t in types):
+        return False
+    elements = [element_type(t) for t in types]
+    if not all(is_real_element(e) or e == i1 or is_complex_element(e) for e in elements):
+        return False
+    if not any(is_complex_element(e) for e in elements):
+        return True
+    return complex_kernels and (
+        not isinstance(op, ElementwiseOperation) or has_complex_lowering(op)
+    )
+
+
+class FusionKind(Enum):
+    ELEMENTWISE = "elementwise"
+    BROADCAST = "broadcast"
+    REDUCE = "reduce"
+
+
+def fusion_kind(op: Operation, complex_kernels: bool = False) -> FusionKind | None:
+    """How ``op`` joins a kernel, or ``None`` when it stays outside kernels."""
+    if not is_fusible(op, complex_kernels):
+        return None
+    if isinstance(op, ElementwiseOperation):
+        return FusionKind.ELEMENTWISE
+    if isinstance(op, BroadcastInDimOp):
+        return FusionKind.BROADCAST
+    if isinstance(op, ReduceSumOp):
+        return FusionKind.REDUCE
+    return None
+
+
+def domain_of(op: Operation) -> tuple[int, ...]:
+    """The iteration shape of a fusible op: the operand shape of a reduction, else
+    the result shape."""
+    value = op.operands[0] if isinstance(op, ReduceSumOp) else op.results[0]
+    assert isinstance(value.type, TensorType)
+    return value.type.get_shape()
+
+
+def broadcast_map(op: BroadcastInDimOp) -> tuple[int, ...]:
+    """The kernel operand map of a broadcast's operand: the result dimension of each
+    operand dimension, or -1 where a size-1 dimension is broadcast."""
+    source, target = op.operand.type, op.result.type
+    assert isinstance(source, TensorType) and isinstance(target, TensorType)
+    target_shape = target.get_shape()
+    return tuple(
+        dim if size == target_shape[dim] else -1
+        for size, dim in zip(source.get_shape(), array_values(op.broadcast_dimensions),
+                             strict=True)
+    )
+
+
+@dataclass(eq=False)
+class Group:
+    """Ops that become one kernel, in program order."""
+
+    index: int
+    domain: tuple[int, ...]
+    unit: int
+    members: list[Operation] = field(default_factory=list)
+    member_set: set[Operation] = field(default_factory=set)
+
+    def add(self, op: Operation) -> None:
+        self.members.append(op)
+        self.member_set.add(op)
+
+    def makes(self, value: SSAValue) -> bool:
+        return isinstance(value, OpResult) and value.op in self.member_set
+
+
+class Grouper:
+    """Step 2 of the module docstring: assign the fusible ops of one block to groups.
+
+    Every group and every op outside groups is a unit; ``deps[u]`` holds the units
+    whose values unit ``u`` reads. The graph stays acyclic: an op joins a group only
+    if none of the units it reads from (other than the group) depends on the group.
+    """
+
+    def __init__(self, complex_kernels: bool = False) -> None:
+        self.complex_kernels = complex_kernels
+        self.groups: list[Group] = []
+        self.group_of: dict[Operation, Group] = {}
+        self.unit_of: dict[Operation, int] = {}
+        self.deps: list[set[int]] = []
+
+    def _producer_units(self, op: Operation) -> set[int]:
+        return {
+            self.unit_of[value.owner] for value in op.operands
+            if isinstance(value.owner, Operation) and value.owner in self.unit_of
+        }
+
+    def _depends_on(self, starts: set[int], target: int) -> bool:
+        """Whether any unit of ``starts`` reaches ``target`` through ``deps``."""
+        stack, seen = list(starts), set()
+        while stack:
+            unit = stack.pop()
+            if unit == target:
+                return True
+            if unit not in seen:
+                seen.add(unit)
+                stack.extend(self.deps[unit])
+        return False
+
+    def accepts(self, group: Group, op: Operation, kind: FusionKind) -> bool:
+        if group.domain != domain_of(op):
+            return False
+        for value in op.operands:
+            if group.makes(value):
+                assert isinstance(value, OpResult)
+                if kind is FusionKind.BROADCAST or isinstance(value.op, ReduceSumOp):
+                    return False
+        outside = self._producer_units(op) - {group.unit}
+        return not self._depends_on(outside, group.unit)
+
+    def candidates(self, op: Operation) -> list[Group]:
+        ordered: list[Group] = []
+        for value in op.operands:
+            if isinstance(value, OpResult) and value.op in self.group_of:
+                group = self.group_of[value.op]
+                if group not in ordered:
+                    ordered.append(group)
+        ordered += [g for g in reversed(self.groups) if g not in ordered]
+        return ordered
+
+    def visit(self, op: Operation) -> None:
+        producers = self._producer_units(op)
+        kind = fusion_kind(op, self.complex_kernels)
+        group = None
+        if kind is not None:
+            group = next((g for g in self.candidates(op) if self.accepts(g, op, kind)), None)
+            if group is None:
+                group = Group(len(self.groups), domain_of(op), len(self.deps))
+                self.groups.append(group)
+                self.deps.append(set())
+            group.add(op)
+            self.group_of[op] = group
+            unit = group.unit
+        else:
+            unit = len(self.deps)
+            self.deps.append(set())
+        self.unit_of[op] = unit
+        self.deps[unit] |= producers - {unit}
+
+
+__all__ = [
+    "FusionKind",
+    "Group",
+    "Grouper",
+    "broadcast_map",
+    "domain_of",
+    "fusion_kind",
+    "is_fusible",
+]

@@ -1,0 +1,377 @@
+"""``tidu-lower-to-loops``: outline every ``tidu.kernel`` into an scf loop-nest function.
+
+Preconditions: ``tidu-fuse-elementwise`` ran; kernel bodies compute with the ops of
+``SCALAR_LOWERINGS`` (f32, f64, i1 scalars) and ``COMPLEX_LOWERINGS`` (complex
+scalars); any other op in a kernel body raises ``LoweringError`` naming the op and
+this pass.
+
+For each top-level ``func.func @f``, its kernels (in order of appearance, i = 0, 1,
+...) become ``func.func @f_k<i>`` (``kernel_symbol``), placed after ``@f`` and marked
+with the unit attribute ``tidu.kernel``. Kernel function convention:
+
+  * arguments: one static-shape memref per kernel operand, in operand order, then one
+    per kernel result, in result order; no results. A real or i1 tensor<SxT> is
+    memref<SxT> (``memref<4x8xf64>``, 0-d ``memref<f64>``, ``memref<4xi1>``: row-major,
+    no offset, i1 one byte per element as numpy's bool); a tensor<Sxcomplex<fN>> is
+    memref<Sx2xfN>, the same buffer seen as (re, im) pairs. Every argument carries
+    ``{llvm.noalias}`` (inputs may repeat, outputs are fresh buffers);
+  * body: the outputs of reductions are zeroed by a loop nest of their own; then one
+    ``scf.for`` nest over the domain (index type, the last dimension innermost) loads
+    every operand at its mapped indices (``%c0`` for a ``-1`` dimension), computes
+    the body with arith/math ops, stores each plain result, and adds each reduced
+    result into its output (load, ``arith.addf`` with ``fastmath<reassoc>`` so LLVM
+    may vectorize the sum, store).
+
+In ``@f`` each kernel is replaced, in this exact form, by::
+
+    %0 = bufferization.to_buffer %v read_only : tensor<8xf64> to memref<8xf64>
+    %1 = bufferization.to_buffer %x read_only : tensor<4x8xf64> to memref<4x8xf64>
+    %2 = memref.alloc() : memref<4x8xf64>
+    %3 = memref.alloc() : memref<8xf64>
+    func.call @f_k0(%0, %1, %2, %3)
+      : (memref<8xf64>, memref<4x8xf64>, memref<4x8xf64>, memref<8xf64>) -> ()
+    %e = bufferization.to_tensor %2 : memref<4x8xf64> to tensor<4x8xf64>
+    %s = bufferization.to_tensor %3 : memref<8xf64> to tensor<8xf64>
+
+i.e. one ``to_buffer`` per distinct operand value (an alias of that tensor's buffer:
+a function argument or an earlier result), one ``memref.alloc`` per kernel result
+(a new, uninitialized output buffer), the call (run the kernel; operands first, then
+outputs), one ``to_tensor`` per result (an alias of the output buffer). A complex
+buffer (a ``to_buffer`` or ``alloc`` result) reaches the call through
+``builtin.unrealized_conversion_cast %b : memref<Sxcomplex<fN>> to memref<Sx2xfN>``
+(an alias: same pointer); ``to_tensor`` reads the complex ``alloc`` itself. Every
+other op of ``@f`` (``dot_general``, ``reshape``, ``transpose``, ``constant``,
+unfused complex ops: numpy library calls) and the final ``func.return`` stay as they
+are.
+
+``extract_kernel_module(module)`` returns a new module holding copies of the kernel
+functions only, ready for ``lower_to_llvm_dialect``.
+
+The kernel function of the example above::
+
+    func.func @f_k0(%in0: memref<8xf64> {llvm.noalias}, %in1: memref<4x8xf64> {llvm.noalias},
+                    %out0: memref<4x8xf64> {llvm.noalias},
+                    %out1: memref<8xf64> {llvm.noalias}) attributes {tidu.kernel} {
+      %c0 = arith.constant 0 : index
+      %c8 = arith.constant 8 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      scf.for %i0 = %c0 to %c8 step %c1 {
+        %0 = arith.constant 0.000000e+00 : f64
+        memref.store %0, %out1[%i0] : memref<8xf64>
+      }
+      scf.for %i0_1 = %c0 to %c4 step %c1 {
+        scf.for %i1 = %c0 to %c8 step %c1 {
+          %v = memref.load %in0[%i1] : memref<8xf64>
+          %x = memref.load %in1[%i0_1, %i1] : memref<4x8xf64>
+          %p = arith.mulf %x, %v : f64
+          %e = math.exp %p : f64
+          memref.store %e, %out0[%i0_1, %i1] : memref<4x8xf64>
+          %1 = memref.load %out1[%i1] : memref<8xf64>
+          %2 = arith.addf %1, %e fastmath<reassoc> : f64
+          memref.store %2, %out1[%i1] : memref<8xf64>
+        }
+      }
+      func.return
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tidu_compile.dialects.tidu_base import element_type
+from tidu_compile.dialects.tidu_kernel import KernelOp, YieldOp
+from xdsl.context import Context
+from xdsl.dialects import arith, bufferization, func, memref, scf
+from xdsl.dialects.arith import FastMathFlagsAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    ComplexType,
+    DictionaryAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    UnitAttr,
+    UnrealizedConversionCastOp,
+)
+from xdsl.dialects.utils.fast_math import FastMathFlag
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from .errors import LoweringError
+from .tidu_complex_lowering import COMPLEX_LOWERINGS, Scalar
+from .tidu_scalar_lowering import PASS_NAME, Emit, constant, lower_scalar_op
+
+REASSOC = FastMathFlagsAttr([FastMathFlag.REASSOC])
+"""Fastmath flag of the accumulating adds: lets LLVM keep vector partial sums."""
+
+KERNEL_ATTR = "tidu.kernel"
+"""Unit attribute marking the outlined kernel functions."""
+
+
+def kernel_symbol(func_name: str, index: int) -> str:
+    """The symbol of the ``index``-th kernel (in order of appearance) of ``@func_name``."""
+    return f"{func_name}_k{index}"
+
+
+def memref_type(tensor: Attribute) -> MemRefType:
+    """The memref with the shape and element type of a static tensor type (the
+    buffer of the tensor in ``@f``)."""
+    if not isinstance(tensor, TensorType):
+        raise LoweringError(PASS_NAME, "tidu.kernel", f"operand or result type {tensor} is "
+                            "not a tensor")
+    return MemRefType(element_type(tensor), tensor.get_shape())
+
+
+def kernel_memref_type(tensor: Attribute) -> MemRefType:
+    """The type of a kernel function argument: ``memref_type``, except that a
+    complex<fN> tensor becomes pairs of fN (a trailing dimension of size 2)."""
+    buffer = memref_type(tensor)
+    element = buffer.element_type
+    if isinstance(element, ComplexType):
+        return MemRefType(element.element_type, (*buffer.get_shape(), 2))
+    return buffer
+
+
+def lower_body_op(op: Operation, args: Sequence[Scalar], emit: Emit) -> list[Scalar]:
+    """Lower one op of a kernel body on (re, im) pairs or 1-tuples (see ``Scalar``)."""
+    types = (*op.operand_types, *op.result_types)
+    if not any(isinstance(t, ComplexType) for t in types):
+        return [(v,) for v in lower_scalar_op(op, [a[0] for a in args], emit)]
+    rule = COMPLEX_LOWERINGS.get(type(op))
+    if rule is None:
+        raise LoweringError(PASS_NAME, op.name, "no lowering rule for complex scalars in a "
+                            "tidu.kernel body")
+    return list(rule(op, args, emit))
+
+
+class _Body:
+    """Appends ops to a block, with index constants shared from the function entry."""
+
+    def __init__(self, entry: Block) -> None:
+        self.entry = entry
+        self.block = entry
+        self._indices: dict[int, SSAValue] = {}
+        self._last_index: Operation | None = None
+
+    def emit(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def index(self, value: int) -> SSAValue:
+        """An index constant, defined once at the top of the function."""
+        if value not in self._indices:
+            op = arith.ConstantOp(IntegerAttr(value, IndexType()))
+            op.result.name_hint = f"c{value}"
+            if self._last_index is not None:
+                self.entry.insert_op_after(op, self._last_index)
+            elif (first := self.entry.first_op) is not None:
+                self.entry.insert_op_before(op, first)
+            else:
+                self.entry.add_op(op)
+            self._last_index = op
+            self._indices[value] = op.result
+        return self._indices[value]
+
+    def parts(self, indices: Sequence[SSAValue], tensor: Attribute) -> list[list[SSAValue]]:
+        """The memref indices of an element: ``[indices]``, or for a complex tensor
+        ``[indices + [0], indices + [1]]`` (its real and imaginary part)."""
+        if isinstance(element_type(tensor), ComplexType):
+            return [[*indices, self.index(0)], [*indices, self.index(1)]]
+        return [list(indices)]
+
+    def loop_nest(self, shape: Sequence[int]) -> tuple[list[SSAValue], Block]:
+        """Open ``scf.for`` loops over ``shape`` (last innermost) at the current block;
+        returns their induction variables and the block the nest returns to."""
+        outer, ivs = self.block, list[SSAValue]()
+        for size in shape:
+            body = Block(arg_types=[IndexType()])
+            body.args[0].name_hint = f"i{len(ivs)}"
+            self.emit(scf.ForOp(self.index(0), self.index(size), self.index(1), [], body))
+            ivs.append(body.args[0])
+            self.block = body
+        return ivs, outer
+
+    def close(self, outer: Block) -> None:
+        """Terminate every loop body opened since ``outer`` and return to it."""
+        block = self.block
+        while block is not outer:
+            block.add_op(scf.YieldOp())
+            parent = block.parent_op()
+            assert parent is not None and parent.parent_block() is not None
+            block = parent.parent_block()  # type: ignore[assignment]
+        self.block = outer
+
+
+def _tensor_shape(type_: Attribute) -> tuple[int, ...]:
+    assert isinstance(type_, TensorType)
+    return type_.get_shape()
+
+
+def _name(scalar: Scalar, source: SSAValue) -> None:
+    """Name the lowered values after the tidu value (``%x``, or ``%x_re``/``%x_im``)."""
+    if source.name_hint is None:
+        return
+    suffixes = ("",) if len(scalar) == 1 else ("_re", "_im")
+    for value, suffix in zip(scalar, suffixes, strict=True):
+        if value.name_hint is None:
+            value.name_hint = source.name_hint + suffix
+
+
+def build_kernel_function(kernel: KernelOp, name: str) -> func.FuncOp:
+    """The loop-nest function of one kernel (see the module docstring)."""
+    in_types = [kernel_memref_type(v.type) for v in kernel.inputs]
+    out_types = [kernel_memref_type(v.type) for v in kernel.outputs]
+    entry = Block(arg_types=[*in_types, *out_types])
+    ins, outs = entry.args[: len(in_types)], entry.args[len(in_types):]
+    for prefix, args in (("in", ins), ("out", outs)):
+        for i, arg in enumerate(args):
+            arg.name_hint = f"{prefix}{i}"
+    body = _Body(entry)
+    domain = kernel.domain
+
+    reduced = [bool(kernel.reduced_dims(j)) for j in range(len(outs))]
+    for j, out in enumerate(outs):
+        if reduced[j]:
+            ivs, outer = body.loop_nest(_tensor_shape(kernel.outputs[j].type))
+            zero = constant(body.emit, 0.0, out_types[j].element_type)
+            for indices in body.parts(ivs, kernel.outputs[j].type):
+                body.emit(memref.StoreOp.get(zero, out, indices))
+            body.close(outer)
+
+    ivs, outer = body.loop_nest(domain)
+    kernel_block = kernel.body.block
+    values: dict[SSAValue, Scalar] = {}
+    for index, arg in enumerate(kernel_block.args):
+        if arg.uses:
+            mapping = kernel.operand_map(index)
+            indices = [body.index(0) if d == -1 else ivs[d] for d in mapping]
+            values[arg] = tuple(
+                body.emit(memref.LoadOp.get(ins[index], part)).results[0]
+                for part in body.parts(indices, kernel.inputs[index].type)
+            )
+            _name(values[arg], arg)
+    for op in kernel_block.ops:
+        if isinstance(op, YieldOp):
+            break
+        if op.regions:
+            raise LoweringError(PASS_NAME, op.name, "ops with regions cannot be lowered in a "
+                                "tidu.kernel body")
+        lowered = lower_body_op(op, [values[v] for v in op.operands], body.emit)
+        for result, value in zip(op.results, lowered, strict=True):
+            _name(value, result)
+            values[result] = value
+    terminator = kernel_block.last_op
+    assert isinstance(terminator, YieldOp)
+    for j, (value, out) in enumerate(zip(terminator.values, outs, strict=True)):
+        indices = [ivs[d] for d in kernel.result_map(j)]
+        for scalar, part in zip(values[value], body.parts(indices, kernel.outputs[j].type),
+                                strict=True):
+            if reduced[j]:
+                old = body.emit(memref.LoadOp.get(out, part)).results[0]
+                scalar = body.emit(arith.AddfOp(old, scalar, REASSOC)).results[0]
+            body.emit(memref.StoreOp.get(scalar, out, part))
+    body.close(outer)
+    body.emit(func.ReturnOp())
+
+    noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
+    function = func.FuncOp(
+        name,
+        ([*in_types, *out_types], []),
+        Region(entry),
+        arg_attrs=ArrayAttr([noalias] * len(entry.args)),
+    )
+    function.attributes[KERNEL_ATTR] = UnitAttr()
+    return function
+
+
+def replace_kernel(kernel: KernelOp, symbol: str) -> None:
+    """Replace ``kernel`` in place by to_buffer / alloc / call / to_tensor."""
+    block = kernel.parent_block()
+    assert block is not None
+    buffers: dict[SSAValue, SSAValue] = {}
+    new_ops: list[Operation] = []
+
+    def as_argument(buffer: SSAValue) -> SSAValue:
+        """A complex buffer is passed as pairs of reals through a cast (an alias)."""
+        assert isinstance(buffer.type, MemRefType)
+        pairs = kernel_memref_type(TensorType(buffer.type.element_type, buffer.type.shape))
+        if pairs == buffer.type:
+            return buffer
+        cast = UnrealizedConversionCastOp.get([buffer], [pairs])
+        new_ops.append(cast)
+        return cast.results[0]
+
+    for value in kernel.inputs:
+        if value not in buffers:
+            to_buffer = bufferization.ToBufferOp.create(
+                operands=[value],
+                result_types=[memref_type(value.type)],
+                properties={"read_only": UnitAttr()},
+            )
+            new_ops.append(to_buffer)
+            buffers[value] = as_argument(to_buffer.results[0])
+    allocs = [memref.AllocOp([], [], memref_type(v.type)) for v in kernel.outputs]
+    outputs = []
+    for alloc in allocs:
+        new_ops.append(alloc)
+        outputs.append(as_argument(alloc.memref))
+    arguments = [buffers[v] for v in kernel.inputs] + outputs
+    new_ops.append(func.CallOp(symbol, arguments, []))
+    tensors = [bufferization.ToTensorOp(a.memref) for a in allocs]
+    new_ops += tensors
+    for op in new_ops:
+        block.insert_op_before(op, kernel)
+    for result, tensor in zip(kernel.outputs, tensors, strict=True):
+        result.replace_all_uses_with(tensor.tensor)
+    block.erase_op(kernel)
+
+
+def lower_function(function: func.FuncOp) -> list[func.FuncOp]:
+    """Outline the kernels of one function; returns the new kernel functions."""
+    kernels = [op for op in function.body.walk() if isinstance(op, KernelOp)]
+    outlined: list[func.FuncOp] = []
+    for index, kernel in enumerate(kernels):
+        symbol = kernel_symbol(function.sym_name.data, index)
+        outlined.append(build_kernel_function(kernel, symbol))
+        replace_kernel(kernel, symbol)
+    return outlined
+
+
+def extract_kernel_module(module: ModuleOp) -> ModuleOp:
+    """A new module with copies of the kernel functions only (for the LLVM backend)."""
+    return ModuleOp(
+        [op.clone() for op in module.ops
+         if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
+    )
+
+
+@dataclass(frozen=True)
+class TiduLowerToLoopsPass(ModulePass):
+    """Outline every ``tidu.kernel`` into a loop-nest function and call it."""
+
+    name = "tidu-lower-to-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            after: Operation = function
+            for outlined in lower_function(function):
+                op.body.block.insert_op_after(outlined, after)
+                after = outlined
+
+
+__all__ = [
+    "KERNEL_ATTR",
+    "PASS_NAME",
+    "TiduLowerToLoopsPass",
+    "build_kernel_function",
+    "extract_kernel_module",
+    "kernel_symbol",
+    "lower_function",
+    "memref_type",
+    "replace_kernel",
+]

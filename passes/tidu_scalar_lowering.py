@@ -1,0 +1,213 @@
+"""The scalar half of ``tidu-lower-to-loops``: one table from tidu op to arith/math.
+
+Inside a ``tidu.kernel`` body the tidu ops compute on element scalars (f32, f64,
+i1). ``SCALAR_LOWERINGS`` maps each op class to a builder that receives the op,
+its operands already lowered, and an ``emit`` callback that inserts one standard op
+at the current position and returns it; the builder returns the lowered results.
+A tidu op without a row, or with complex scalars, raises ``LoweringError``.
+
+    %p = tidu.mul %a, %b : f64          %p = arith.mulf %a, %b : f64
+    %e = tidu.exp %p : f64        ->    %e = math.exp %p : f64
+    %s = tidu.pow %e, 2.0 : f64         %s = arith.mulf %e, %e : f64
+    %c = tidu.scale %s, 3.0 : f64       %k = arith.constant 3.0 : f64
+                                        %c = arith.mulf %s, %k : f64
+
+``pow`` special cases: exponent 0 -> 1, 1 -> x, 0.5 -> sqrt, -0.5 -> 1/sqrt,
+integers up to ``MAX_INTEGER_EXPONENT`` in magnitude by square-and-multiply (a
+negative one as 1/x^n), anything else ``math.powf``. ``compare`` follows numpy: ordered
+predicates, except ``ne`` (``une``: NaN != NaN is true).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from tidu_compile.dialects import tidu_elementwise as ew
+from tidu_compile.dialects.tidu_base import is_complex_element
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr, i1
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from .errors import LoweringError
+
+PASS_NAME = "tidu-lower-to-loops"
+
+Emit = Callable[[Operation], Operation]
+"""Insert an op at the current position of the loop body and return it."""
+
+ScalarLowering = Callable[[Operation, Sequence[SSAValue], Emit], Sequence[SSAValue]]
+
+MAX_INTEGER_EXPONENT = 16
+"""``pow`` by an integer exponent up to this magnitude is lowered to multiplications."""
+
+COMPARE_PREDICATES: dict[str, str] = {
+    "lt": "olt",
+    "le": "ole",
+    "gt": "ogt",
+    "ge": "oge",
+    "eq": "oeq",
+    "ne": "une",
+}
+"""tidu.compare direction -> arith.cmpf predicate (numpy semantics on NaN)."""
+
+
+def constant(emit: Emit, value: float, type_: Attribute) -> SSAValue:
+    """An ``arith.constant`` of a float or i1 type."""
+    if type_ == i1:
+        return emit(arith.ConstantOp(IntegerAttr(int(value), i1))).results[0]
+    assert isinstance(type_, AnyFloat)
+    return emit(arith.ConstantOp(FloatAttr(value, type_))).results[0]
+
+
+def _binary(op_class: type[arith.FloatingPointLikeBinaryOperation]) -> ScalarLowering:
+    return lambda op, args, emit: emit(op_class(args[0], args[1])).results
+
+
+def _unary_math(op_class: type[Operation]) -> ScalarLowering:
+    return lambda op, args, emit: emit(op_class.create(
+        operands=[args[0]], result_types=[args[0].type])).results
+
+
+def _identity(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    return [args[0]]
+
+
+def _neg(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    return emit(arith.NegfOp(args[0])).results
+
+
+def _compare(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    assert isinstance(op, ew.CompareOp)
+    predicate = COMPARE_PREDICATES[op.direction.data]
+    return emit(arith.CmpfOp(args[0], args[1], predicate)).results
+
+
+def _select(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    return emit(arith.SelectOp(args[0], args[1], args[2])).results
+
+
+def _imag(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    return [constant(emit, 0.0, args[0].type)]
+
+
+def _multiply_power(x: SSAValue, n: int, emit: Emit) -> SSAValue:
+    """x**n for n >= 1 by square-and-multiply."""
+    result: SSAValue | None = None
+    square = x
+    while True:
+        if n & 1:
+            result = square if result is None else emit(arith.MulfOp(result, square)).results[0]
+        n >>= 1
+        if not n:
+            assert result is not None
+            return result
+        square = emit(arith.MulfOp(square, square)).results[0]
+
+
+def _pow(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    assert isinstance(op, ew.PowOp)
+    x, exponent = args[0], op.parameter
+    if exponent == 0:
+        return [constant(emit, 1.0, x.type)]
+    if exponent in (0.5, -0.5):
+        root = emit(math.SqrtOp(x)).results[0]
+        if exponent > 0:
+            return [root]
+        return emit(arith.DivfOp(constant(emit, 1.0, x.type), root)).results
+    if exponent.is_integer() and abs(exponent) <= MAX_INTEGER_EXPONENT:
+        power = _multiply_power(x, int(abs(exponent)), emit)
+        if exponent > 0:
+            return [power]
+        return emit(arith.DivfOp(constant(emit, 1.0, x.type), power)).results
+    return emit(math.PowFOp(x, constant(emit, exponent, x.type))).results
+
+
+def _scale(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    assert isinstance(op, ew.ScaleOp)
+    return emit(arith.MulfOp(args[0], constant(emit, op.value.real, args[0].type))).results
+
+
+def _shift(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    assert isinstance(op, ew.ShiftOp)
+    return emit(arith.AddfOp(args[0], constant(emit, op.parameter, args[0].type))).results
+
+
+def _full_like(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    assert isinstance(op, ew.FullLikeOp)
+    return [constant(emit, op.value.real, op.result.type)]
+
+
+def _constant(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    assert isinstance(op, ew.ConstantOp)
+    return [constant(emit, op.value.real, op.result.type)]
+
+
+def _convert(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    source, target = args[0].type, op.results[0].type
+    if source == target:
+        return [args[0]]
+    assert isinstance(target, AnyFloat)
+    if source == i1:
+        return emit(arith.UIToFPOp(args[0], target)).results
+    assert isinstance(source, AnyFloat)
+    if target.bitwidth > source.bitwidth:
+        return emit(arith.ExtFOp(args[0], target)).results
+    return emit(arith.TruncFOp(args[0], target)).results
+
+
+def _sincos(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    return [emit(math.SinOp(args[0])).results[0], emit(math.CosOp(args[0])).results[0]]
+
+
+SCALAR_LOWERINGS: dict[type[Operation], ScalarLowering] = {
+    ew.AddOp: _binary(arith.AddfOp),
+    ew.SubOp: _binary(arith.SubfOp),
+    ew.MulOp: _binary(arith.MulfOp),
+    ew.DivOp: _binary(arith.DivfOp),
+    ew.MaximumOp: _binary(arith.MaximumfOp),
+    ew.CompareOp: _compare,
+    ew.SelectOp: _select,
+    ew.NegOp: _neg,
+    ew.ExpOp: _unary_math(math.ExpOp),
+    ew.LogOp: _unary_math(math.LogOp),
+    ew.SinOp: _unary_math(math.SinOp),
+    ew.CosOp: _unary_math(math.CosOp),
+    ew.TanhOp: _unary_math(math.TanhOp),
+    ew.SqrtOp: _unary_math(math.SqrtOp),
+    ew.SinCosOp: _sincos,
+    ew.ConjOp: _identity,
+    ew.RealOp: _identity,
+    ew.ImagOp: _imag,
+    ew.PowOp: _pow,
+    ew.ScaleOp: _scale,
+    ew.ShiftOp: _shift,
+    ew.FullLikeOp: _full_like,
+    ew.ConstantOp: _constant,
+    ew.ConvertOp: _convert,
+}
+"""tidu op class -> builder of its arith/math equivalent on real (or i1) scalars."""
+
+
+def lower_scalar_op(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    """Lower one tidu op of a kernel body; ``LoweringError`` if there is no rule."""
+    rule = SCALAR_LOWERINGS.get(type(op))
+    if rule is None:
+        raise LoweringError(PASS_NAME, op.name, "no scalar lowering rule for this op in a "
+                            "tidu.kernel body")
+    if any(is_complex_element(t) for t in (*op.operand_types, *op.result_types)):
+        raise LoweringError(PASS_NAME, op.name, "complex scalars are lowered by "
+                            "tidu_complex_lowering.COMPLEX_LOWERINGS, not this table")
+    results = rule(op, args, emit)
+    assert len(results) == len(op.results)
+    return results
+
+
+__all__ = [
+    "COMPARE_PREDICATES",
+    "MAX_INTEGER_EXPONENT",
+    "SCALAR_LOWERINGS",
+    "Emit",
+    "ScalarLowering",
+    "constant",
+    "lower_scalar_op",
+]

@@ -1,0 +1,108 @@
+"""The kernel caches: LRU bounds, atomic disk entries, corrupt or foreign entries are misses."""
+
+from __future__ import annotations
+
+import os
+import stat
+import warnings
+from pathlib import Path
+
+import pytest
+
+from tidu_compile.compiler.cache import (
+    CACHE_ENV,
+    DiskCache,
+    MemoryCache,
+    cache_key,
+    default_cache_dir,
+)
+
+
+def test_memory_cache_is_lru_and_bounded() -> None:
+    cache = MemoryCache(max_entries=2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # a is now most recent
+    cache.put("c", 3)
+    assert cache.get("b") is None
+    assert cache.get("a") == 1 and cache.get("c") == 3
+    assert len(cache) == 2
+    with pytest.raises(ValueError, match="max_entries"):
+        MemoryCache(0)
+
+
+def test_cache_key_separates_parts() -> None:
+    assert cache_key("ab", "c") != cache_key("a", "bc")
+    assert cache_key("x") == cache_key("x")
+
+
+def test_disk_round_trip_and_atomic_files(tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path / "nested")
+    key = cache_key("program")
+    assert cache.get(key) is None
+    cache.put(key, {"plan": [1, 2, 3]})
+    assert cache.get(key) == {"plan": [1, 2, 3]}
+    assert [p.name for p in (tmp_path / "nested").iterdir()] == [f"{key}.tidu"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda blob: blob[: len(blob) // 2],  # truncated
+        lambda blob: b"",  # empty
+        lambda blob: os.urandom(len(blob)),  # random bytes
+        lambda blob: blob[:-1] + bytes([blob[-1] ^ 1]),  # one flipped bit
+        lambda blob: b"NOTTIDU" + blob[7:],  # foreign header
+    ],
+    ids=["truncated", "empty", "random", "bitflip", "header"],
+)
+def test_damaged_entries_are_misses(tmp_path: Path, damage) -> None:  # type: ignore[no-untyped-def]
+    cache = DiskCache(tmp_path)
+    key = cache_key("k")
+    cache.put(key, ("artifact", 42))
+    path = cache.path_for(key)
+    path.write_bytes(damage(path.read_bytes()))
+    assert cache.get(key) is None
+    cache.put(key, ("artifact", 43))  # a miss is simply overwritten
+    assert cache.get(key) == ("artifact", 43)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_unwritable_directory_warns_once_and_goes_memory_only(tmp_path: Path) -> None:
+    tmp_path.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        cache = DiskCache(tmp_path / "sub")
+        with pytest.warns(RuntimeWarning, match="not writable"):
+            cache.put("a", 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            cache.put("b", 2)
+        assert not cache.enabled and cache.get("a") is None
+    finally:
+        tmp_path.chmod(stat.S_IRWXU)
+
+
+def test_directory_that_is_a_file_warns_and_goes_memory_only(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    cache = DiskCache(blocker / "cache")
+    with pytest.warns(RuntimeWarning, match="not writable"):
+        cache.put("a", 1)
+    assert not cache.enabled
+
+
+def test_clear_and_entries(tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path)
+    for name in "abc":
+        cache.put(cache_key(name), name)
+    assert len(cache.entries()) == 3
+    assert cache.clear() == 3
+    assert cache.entries() == []
+
+
+def test_default_dir_honours_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "override"))
+    assert default_cache_dir() == tmp_path / "override"
+    monkeypatch.delenv(CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_cache_dir() == tmp_path / "tidu_compile"

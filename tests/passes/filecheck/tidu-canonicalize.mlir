@@ -1,0 +1,171 @@
+// RUN: canonicalize
+// The tidu canonicalization patterns, applied by the stock `canonicalize` pass.
+
+// x + full_like(0) -> x, on either side; a splat constant 0 too.
+// CHECK-LABEL: func.func @add_zero(%x: tensor<4xf64>, %z: tensor<4xcomplex<f64>>)
+// CHECK-NEXT:    func.return %x, %x, %x, %z : tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xcomplex<f64>>
+func.func @add_zero(%x: tensor<4xf64>, %z: tensor<4xcomplex<f64>>) -> (tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xcomplex<f64>>) {
+  %0 = tidu.full_like %x, 0.000000e+00 : tensor<4xf64>
+  %a = tidu.add %x, %0 : tensor<4xf64>
+  %b = tidu.add %0, %x : tensor<4xf64>
+  %c0 = tidu.constant 0.000000e+00 : tensor<4xf64>
+  %c = tidu.add %x, %c0 : tensor<4xf64>
+  %z0 = tidu.full_like %z, 0.000000e+00 : tensor<4xcomplex<f64>>
+  %d = tidu.add %z, %z0 : tensor<4xcomplex<f64>>
+  func.return %a, %b, %c, %d : tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xcomplex<f64>>
+}
+
+// Adding anything else stays.
+// CHECK-LABEL: func.func @add_nonzero(%x: tensor<4xf64>)
+// CHECK-NEXT:    %one = tidu.full_like %x, 1.000000e+00 : tensor<4xf64>
+// CHECK-NEXT:    %a = tidu.add %x, %one : tensor<4xf64>
+// CHECK-NEXT:    func.return %a
+func.func @add_nonzero(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %one = tidu.full_like %x, 1.000000e+00 : tensor<4xf64>
+  %a = tidu.add %x, %one : tensor<4xf64>
+  func.return %a : tensor<4xf64>
+}
+
+// x * full_like(1) -> x; x * full_like(2) stays.
+// CHECK-LABEL: func.func @mul_one(%x: tensor<4xf32>)
+// CHECK-NEXT:    %two = tidu.full_like %x, 2.000000e+00 : tensor<4xf32>
+// CHECK-NEXT:    %c = tidu.mul %x, %two : tensor<4xf32>
+// CHECK-NEXT:    func.return %x, %x, %c
+func.func @mul_one(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %one = tidu.full_like %x, 1.000000e+00 : tensor<4xf32>
+  %a = tidu.mul %x, %one : tensor<4xf32>
+  %b = tidu.mul %one, %x : tensor<4xf32>
+  %two = tidu.full_like %x, 2.000000e+00 : tensor<4xf32>
+  %c = tidu.mul %x, %two : tensor<4xf32>
+  func.return %a, %b, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// scale(1) -> x; scale(a)(scale(b)) -> scale(a*b), complex factors too.
+// CHECK-LABEL: func.func @scale(%x: tensor<4xf64>, %z: tensor<4xcomplex<f64>>)
+// CHECK-NEXT:    %b = tidu.scale %x, 6.000000e+00 : tensor<4xf64>
+// CHECK-NEXT:    %w = tidu.scale %z, -2.000000e+00 : tensor<4xcomplex<f64>>
+// CHECK-NEXT:    func.return %x, %b, %w
+func.func @scale(%x: tensor<4xf64>, %z: tensor<4xcomplex<f64>>) -> (tensor<4xf64>, tensor<4xf64>, tensor<4xcomplex<f64>>) {
+  %one = tidu.scale %x, 1.000000e+00 : tensor<4xf64>
+  %a = tidu.scale %x, -2.000000e+00 : tensor<4xf64>
+  %b = tidu.scale %a, -3.000000e+00 : tensor<4xf64>
+  %v = tidu.scale %z, (0.000000e+00, 2.000000e+00) : tensor<4xcomplex<f64>>
+  %w = tidu.scale %v, (0.000000e+00, 1.000000e+00) : tensor<4xcomplex<f64>>
+  func.return %one, %b, %w : tensor<4xf64>, tensor<4xf64>, tensor<4xcomplex<f64>>
+}
+
+// Three scales fold into one.
+// CHECK-LABEL: func.func @scale_chain(%x: tensor<f64>)
+// CHECK-NEXT:    %c = tidu.scale %x, 3.000000e+01 : tensor<f64>
+// CHECK-NEXT:    func.return %c
+func.func @scale_chain(%x: tensor<f64>) -> tensor<f64> {
+  %a = tidu.scale %x, 2.000000e+00 : tensor<f64>
+  %b = tidu.scale %a, 3.000000e+00 : tensor<f64>
+  %c = tidu.scale %b, 5.000000e+00 : tensor<f64>
+  func.return %c : tensor<f64>
+}
+
+// neg(neg x) -> x; a single neg stays; neg(neg(neg x)) -> neg x (a second one: no CSE).
+// CHECK-LABEL: func.func @neg_neg(%x: tensor<4xf64>)
+// CHECK-NEXT:    %a = tidu.neg %x : tensor<4xf64>
+// CHECK-NEXT:    %c = tidu.neg %x : tensor<4xf64>
+// CHECK-NEXT:    func.return %x, %a, %c
+func.func @neg_neg(%x: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>, tensor<4xf64>) {
+  %a = tidu.neg %x : tensor<4xf64>
+  %b = tidu.neg %a : tensor<4xf64>
+  %c = tidu.neg %b : tensor<4xf64>
+  func.return %b, %a, %c : tensor<4xf64>, tensor<4xf64>, tensor<4xf64>
+}
+
+// conj on a real type -> x; conj(conj z) -> z; a single complex conj stays.
+// CHECK-LABEL: func.func @conj(%x: tensor<4xf32>, %z: tensor<4xcomplex<f64>>)
+// CHECK-NEXT:    %c = tidu.conj %z : tensor<4xcomplex<f64>>
+// CHECK-NEXT:    func.return %x, %z, %c
+func.func @conj(%x: tensor<4xf32>, %z: tensor<4xcomplex<f64>>) -> (tensor<4xf32>, tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>) {
+  %r = tidu.conj %x : tensor<4xf32>
+  %c = tidu.conj %z : tensor<4xcomplex<f64>>
+  %cc = tidu.conj %c : tensor<4xcomplex<f64>>
+  func.return %r, %cc, %c : tensor<4xf32>, tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>
+}
+
+// shift(0) -> x; shift(1) stays.
+// CHECK-LABEL: func.func @shift(%x: tensor<4xf64>)
+// CHECK-NEXT:    %b = tidu.shift %x, 1.000000e+00 : tensor<4xf64>
+// CHECK-NEXT:    func.return %x, %b
+func.func @shift(%x: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>) {
+  %a = tidu.shift %x, 0.000000e+00 : tensor<4xf64>
+  %b = tidu.shift %x, 1.000000e+00 : tensor<4xf64>
+  func.return %a, %b : tensor<4xf64>, tensor<4xf64>
+}
+
+// broadcast_in_dim of broadcast_in_dim -> one broadcast (dims composed).
+// CHECK-LABEL: func.func @broadcast_broadcast(%v: tensor<8xf64>, %s: tensor<1xf64>)
+// CHECK-NEXT:    %b = tidu.broadcast_in_dim %v, dims = [2] : tensor<8xf64> -> tensor<2x4x8xf64>
+// CHECK-NEXT:    %d = tidu.broadcast_in_dim %s, dims = [1] : tensor<1xf64> -> tensor<2x4x8xf64>
+// CHECK-NEXT:    func.return %b, %d
+func.func @broadcast_broadcast(%v: tensor<8xf64>, %s: tensor<1xf64>) -> (tensor<2x4x8xf64>, tensor<2x4x8xf64>) {
+  %a = tidu.broadcast_in_dim %v, dims = [1] : tensor<8xf64> -> tensor<4x8xf64>
+  %b = tidu.broadcast_in_dim %a, dims = [1, 2] : tensor<4x8xf64> -> tensor<2x4x8xf64>
+  %c = tidu.broadcast_in_dim %s, dims = [0] : tensor<1xf64> -> tensor<4x1xf64>
+  %d = tidu.broadcast_in_dim %c, dims = [1, 2] : tensor<4x1xf64> -> tensor<2x4x8xf64>
+  func.return %b, %d : tensor<2x4x8xf64>, tensor<2x4x8xf64>
+}
+
+// broadcast_in_dim / reshape / transpose to the same type -> operand.
+// CHECK-LABEL: func.func @same_type(%x: tensor<4x8xf64>, %u: tensor<1x8x1xf64>)
+// CHECK-NEXT:    func.return %x, %x, %x, %u
+func.func @same_type(%x: tensor<4x8xf64>, %u: tensor<1x8x1xf64>) -> (tensor<4x8xf64>, tensor<4x8xf64>, tensor<4x8xf64>, tensor<1x8x1xf64>) {
+  %a = tidu.broadcast_in_dim %x, dims = [0, 1] : tensor<4x8xf64> -> tensor<4x8xf64>
+  %b = tidu.reshape %x : tensor<4x8xf64> -> tensor<4x8xf64>
+  %c = tidu.transpose %x, permutation = [0, 1] : tensor<4x8xf64> -> tensor<4x8xf64>
+  %d = tidu.transpose %u, permutation = [2, 1, 0] : tensor<1x8x1xf64> -> tensor<1x8x1xf64>
+  func.return %a, %b, %c, %d : tensor<4x8xf64>, tensor<4x8xf64>, tensor<4x8xf64>, tensor<1x8x1xf64>
+}
+
+// A transpose of a square matrix keeps its type but is not a no-op.
+// CHECK-LABEL: func.func @square_transpose(%q: tensor<8x8xf64>)
+// CHECK-NEXT:    %t = tidu.transpose %q, permutation = [1, 0] : tensor<8x8xf64> -> tensor<8x8xf64>
+// CHECK-NEXT:    func.return %t
+func.func @square_transpose(%q: tensor<8x8xf64>) -> tensor<8x8xf64> {
+  %t = tidu.transpose %q, permutation = [1, 0] : tensor<8x8xf64> -> tensor<8x8xf64>
+  func.return %t : tensor<8x8xf64>
+}
+
+// reshape of reshape -> one reshape (or the operand when it comes back to its type).
+// CHECK-LABEL: func.func @reshape_reshape(%x: tensor<4x8xf64>)
+// CHECK-NEXT:    %b = tidu.reshape %x : tensor<4x8xf64> -> tensor<2x16xf64>
+// CHECK-NEXT:    func.return %b, %x
+func.func @reshape_reshape(%x: tensor<4x8xf64>) -> (tensor<2x16xf64>, tensor<4x8xf64>) {
+  %a = tidu.reshape %x : tensor<4x8xf64> -> tensor<32xf64>
+  %b = tidu.reshape %a : tensor<32xf64> -> tensor<2x16xf64>
+  %c = tidu.reshape %a : tensor<32xf64> -> tensor<4x8xf64>
+  func.return %b, %c : tensor<2x16xf64>, tensor<4x8xf64>
+}
+
+// transpose of transpose -> one transpose (composed), or the operand for identity.
+// CHECK-LABEL: func.func @transpose_transpose(%k: tensor<2x3x4xf64>)
+// CHECK-NEXT:    %b = tidu.transpose %k, permutation = [1, 2, 0] : tensor<2x3x4xf64> -> tensor<3x4x2xf64>
+// CHECK-NEXT:    func.return %b, %k
+func.func @transpose_transpose(%k: tensor<2x3x4xf64>) -> (tensor<3x4x2xf64>, tensor<2x3x4xf64>) {
+  %a = tidu.transpose %k, permutation = [1, 0, 2] : tensor<2x3x4xf64> -> tensor<3x2x4xf64>
+  %b = tidu.transpose %a, permutation = [0, 2, 1] : tensor<3x2x4xf64> -> tensor<3x4x2xf64>
+  %c = tidu.transpose %a, permutation = [1, 0, 2] : tensor<3x2x4xf64> -> tensor<2x3x4xf64>
+  func.return %b, %c : tensor<3x4x2xf64>, tensor<2x3x4xf64>
+}
+
+// Scalars inside a kernel body are canonicalized too.
+// CHECK-LABEL: func.func @in_kernel(%x: tensor<4xf64>)
+// CHECK:         ^bb0(%a: f64):
+// CHECK-NEXT:      %e = tidu.exp %a : f64
+// CHECK-NEXT:      tidu.yield %e : f64
+func.func @in_kernel(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %r = tidu.kernel ins(%x : tensor<4xf64>) domain [4] maps [[0]] -> [[0]] {
+  ^bb0(%a: f64):
+    %n = tidu.neg %a : f64
+    %m = tidu.neg %n : f64
+    %e = tidu.exp %m : f64
+    %s = tidu.scale %e, 1.000000e+00 : f64
+    tidu.yield %s : f64
+  } : tensor<4xf64>
+  func.return %r : tensor<4xf64>
+}
