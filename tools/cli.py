@@ -120,8 +120,10 @@ def _record(args: argparse.Namespace) -> Any:
 
 
 def command_dump(args: argparse.Namespace) -> None:
-    from tidu_compile.compiler.inspect import backward_nodes, stage_text
+    from tidu_compile.compiler.inspect import GRAPH_STAGES, backward_nodes, stage_text
 
+    if args.format == "dot" and args.stage not in GRAPH_STAGES:
+        raise CliError(f"--format dot draws only the graph stages ({', '.join(GRAPH_STAGES)})")
     nodes = backward_nodes(_record(args))
     if args.node is not None:
         if not 0 <= args.node < len(nodes):

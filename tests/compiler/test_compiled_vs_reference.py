@@ -35,6 +35,13 @@ def assert_same_gradients(
         assert error <= tolerance(r.dtype), f"{what}: input {i} relative error {error:.3g}"
 
 
+@pytest.fixture(autouse=True)
+def no_compile_errors(compiled: CompiledExecutor):  # type: ignore[no-untyped-def]
+    """Every node must compile: a silent fallback to the reference would hide bugs."""
+    yield
+    assert compiled.stats.errors == []
+
+
 def weighted_loss(outputs: list[tc.Tensor], rng: np.random.Generator) -> tc.Tensor:
     """sum_i Re(sum(w_i * out_i)) with random constant weights."""
     total: tc.Tensor | None = None

@@ -124,3 +124,37 @@ def test_threads_share_one_executor(tmp_path: Path) -> None:
     single = CompiledExecutor(False)
     mlp_gradients(single)
     assert executor.stats.compiles == single.stats.compiles  # single flight: no duplicates
+
+
+def test_user_scalar_primitives_fall_back_to_reference() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+    from scalar_prims import Exp, Mul, Tape
+
+    executor = CompiledExecutor(False)
+    tape = Tape()
+    x, y = tape.leaf(0.5), tape.leaf(2.0)
+    out = tape.apply1(Exp(), tape.apply1(Mul(), x, y))
+    grads = tc.backward(out.key, out.trace, 1.0, executor)
+    assert grads[x.key] == pytest.approx(2.0 * np.exp(1.0))
+    assert grads[y.key] == pytest.approx(0.5 * np.exp(1.0))
+    assert executor.stats.fallbacks == 2 and executor.stats.compiles == 0
+
+
+def test_a_failing_compile_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tidu_compile.compiler import pipeline
+
+    def broken(program: object, digest: str) -> None:
+        raise RuntimeError("injected backend failure")
+
+    monkeypatch.setattr(pipeline, "compile_program", broken)
+    executor = CompiledExecutor(False)
+    with pytest.warns(RuntimeWarning, match="injected backend failure"):
+        got = mlp_gradients(executor)
+    expected = mlp_gradients(tc.ReferenceExecutor())
+    assert all(np.array_equal(a, b) for a, b in zip(expected, got, strict=True))
+    assert executor.stats.errors and "injected backend failure" in executor.stats.errors[0]
+    fallbacks, errors = executor.stats.fallbacks, len(executor.stats.errors)
+    assert fallbacks == errors > 0  # one failed compile per node
+    mlp_gradients(executor)  # the failure is remembered: no second attempt
+    assert len(executor.stats.errors) == errors
+    assert executor.stats.fallbacks == 2 * fallbacks

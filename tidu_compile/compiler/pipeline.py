@@ -128,6 +128,8 @@ def run_passes(
     def verify_after(
         previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
     ) -> None:
+        if previous is None:
+            return  # called once before the first pass
         module.verify()
         if callback is not None:
             callback(previous, module, following)

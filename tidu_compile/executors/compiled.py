@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,10 @@ class _NodeEntry:
 class _Compiled:
     plan: BoundPlan
     arg_sources: tuple[ArgSource, ...]
+
+
+#: Cached in place of a plan when a node cannot be compiled: it runs on the reference path.
+_REFERENCE_ONLY = object()
 
 
 class CompiledExecutor(BackwardExecutor):
@@ -161,12 +166,11 @@ class CompiledExecutor(BackwardExecutor):
         )
         compiled = self.memory.get((entry.key, types))
         if compiled is None:
-            try:
-                compiled = self._compile(entry, types)
-            except UnsupportedNode:
-                return self._run_reference(linear, cotangent_out, external_data, ctx)
-        else:
+            compiled = self._compile(entry, types)
+        elif compiled is not _REFERENCE_ONLY:
             self.stats.memory_hits += 1
+        if compiled is _REFERENCE_ONLY:
+            return self._run_reference(linear, cotangent_out, external_data, ctx)
         args = [seeds[s.index] if s.kind == "seed" else saved[s.index]
                 for s in compiled.arg_sources]  # fmt: skip
         fallbacks = compiled.plan.plan.fallback_count
@@ -183,42 +187,66 @@ class CompiledExecutor(BackwardExecutor):
         self,
         entry: _NodeEntry,
         types: tuple[tuple[TensorType, ...], tuple[TensorType | None, ...]],
-    ) -> _Compiled:
-        from tidu_compile.compiler import pipeline
-
+    ) -> Any:
+        """A ``_Compiled`` plan, or ``_REFERENCE_ONLY`` when the node cannot be compiled."""
         with self._lock:  # single flight: one compile per key, others wait and hit
             cached = self.memory.get((entry.key, types))
             if cached is not None:
-                self.stats.memory_hits += 1
+                if cached is not _REFERENCE_ONLY:
+                    self.stats.memory_hits += 1
                 return cached
-            seed_types, saved_types = types
-            saved = {k: t for k, t in zip(entry.saved_order, saved_types, strict=True)
-                     if t is not None}  # fmt: skip
-            program = build_program(
-                entry.recorded, entry.linear, seed_types, saved, entry.transposed
-            )
-            digest = pipeline.program_digest(program)
-            artifact = self.disk.get(digest) if self.disk is not None else None
-            if artifact is not None and pipeline.artifact_matches(artifact, digest):
-                self.stats.disk_hits += 1
-            else:
-                if self.forbid_compile:
-                    raise CompileForbiddenError(
-                        f"compiling a backward node is forbidden (forbid_compile=True):\n{program}"
-                    )
-                start = time.perf_counter()
-                artifact = pipeline.compile_program(program, digest)
-                self.stats.compile_seconds += time.perf_counter() - start
-                self.stats.compiles += 1
-                for stage, seconds in artifact.stage_seconds.items():
-                    self.stats.stage_seconds[stage] = (
-                        self.stats.stage_seconds.get(stage, 0.0) + seconds
-                    )
-                if self.disk is not None:
-                    self.disk.put(digest, artifact)
-            compiled = _Compiled(pipeline.bind(artifact), program.arg_sources)
+            try:
+                compiled: Any = self._compile_locked(entry, types)
+            except (CompileForbiddenError, KeyboardInterrupt):
+                raise
+            except UnsupportedNode:
+                compiled = _REFERENCE_ONLY  # a user's own primitive set: no types to compile
+            except Exception as error:  # noqa: BLE001 - any compiler failure falls back
+                message = f"{type(error).__name__}: {error}".splitlines()[0]
+                self.stats.errors.append(message)
+                warnings.warn(
+                    f"tidu_compile: compiling a backward node failed ({message}); "
+                    "running it on the reference executor",
+                    RuntimeWarning,
+                    stacklevel=5,
+                )
+                compiled = _REFERENCE_ONLY
             self.memory.put((entry.key, types), compiled)
             return compiled
+
+    def _compile_locked(
+        self,
+        entry: _NodeEntry,
+        types: tuple[tuple[TensorType, ...], tuple[TensorType | None, ...]],
+    ) -> _Compiled:
+        from tidu_compile.compiler import pipeline
+
+        seed_types, saved_types = types
+        saved = {k: t for k, t in zip(entry.saved_order, saved_types, strict=True)
+                 if t is not None}  # fmt: skip
+        program = build_program(
+            entry.recorded, entry.linear, seed_types, saved, entry.transposed
+        )
+        digest = pipeline.program_digest(program)
+        artifact = self.disk.get(digest) if self.disk is not None else None
+        if artifact is not None and pipeline.artifact_matches(artifact, digest):
+            self.stats.disk_hits += 1
+        else:
+            if self.forbid_compile:
+                raise CompileForbiddenError(
+                    f"compiling a backward node is forbidden (forbid_compile=True):\n{program}"
+                )
+            start = time.perf_counter()
+            artifact = pipeline.compile_program(program, digest)
+            self.stats.compile_seconds += time.perf_counter() - start
+            self.stats.compiles += 1
+            for stage, seconds in artifact.stage_seconds.items():
+                self.stats.stage_seconds[stage] = (
+                    self.stats.stage_seconds.get(stage, 0.0) + seconds
+                )
+            if self.disk is not None:
+                self.disk.put(digest, artifact)
+        return _Compiled(pipeline.bind(artifact), program.arg_sources)
 
     def _run_reference(
         self,

@@ -1,0 +1,179 @@
+"""``tidu-compile``, run as a subprocess: every subcommand and its error paths."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "tidu_compile.tools.cli"]
+
+TARGET = """
+import tidu_compile as tc
+
+def loss(x, w):
+    return tc.sum(tc.tanh(x @ w) * 2.0)
+
+def not_scalar(x, w):
+    return x @ w
+"""
+
+KERNEL_IR = """
+func.func @node(%x: tensor<8xf64>, %y: tensor<8xf64>) -> tensor<8xf64> {
+  %0 = tidu.mul %x, %y : tensor<8xf64>
+  %1 = tidu.neg %0 : tensor<8xf64>
+  %2 = tidu.neg %1 : tensor<8xf64>
+  %3 = tidu.exp %2 : tensor<8xf64>
+  func.return %3 : tensor<8xf64>
+}
+"""
+
+
+def run(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if cache is not None:
+        env["TIDU_COMPILE_CACHE_DIR"] = str(cache)
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=300, env=env
+    )
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "model.py"
+    path.write_text(TARGET)
+    return path
+
+
+def assert_user_error(result: subprocess.CompletedProcess[str], text: str) -> None:
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert text in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("stage", "expected"),
+    [
+        ("graph", "Tanh()"),
+        ("linear", "[linear 1 0]"),
+        ("transposed", "Conj()"),
+        ("tidu", "tidu.dot_general"),
+        ("fused", "tidu.kernel"),
+        ("loops", "scf.for"),
+        ("llvm", "llvm.func"),
+        ("llvm-ir", "define void"),
+        ("opt-ir", "noalias"),
+        ("asm", ".globl"),
+    ],
+)
+def test_dump_every_stage_of_a_file_target(target: Path, stage: str, expected: str) -> None:
+    result = run("dump", f"{target}:loss", "--input", "x=4x3:f32", "--input", "w=3x5:f32",
+                 "--stage", stage)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "// ===== node 0:" in result.stdout
+    assert expected in result.stdout
+
+
+def test_dump_one_node_of_an_example_as_dot() -> None:
+    result = run("dump", "--example", "mlp", "--stage", "transposed", "--node", "2",
+                 "--format", "dot")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("digraph") == 1
+    assert "node 2:" in result.stdout and "node 3:" not in result.stdout
+    if shutil.which("dot"):
+        body = "\n".join(l for l in result.stdout.splitlines() if not l.startswith("//"))
+        rendered = subprocess.run(["dot", "-Tsvg"], input=body, capture_output=True, text=True)
+        assert rendered.returncode == 0, rendered.stderr
+
+
+def test_dump_examples_in_f32() -> None:
+    result = run("dump", "--example", "broadcast", "--dtype", "f32", "--stage", "fused")
+    assert result.returncode == 0, result.stderr
+    assert "xf32>" in result.stdout and "maps [[0, 1]] -> [[1]]" in result.stdout  # column sum
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["dump", "missing.py:loss", "--stage", "tidu"], "no such file"),
+        (["dump", "{target}:nothing", "--stage", "tidu"], "defines no function 'nothing'"),
+        (["dump", "{target}", "--stage", "tidu"], "expected path/to/file.py:function"),
+        (["dump", "{target}:loss", "--input", "x=4xq:f32", "--stage", "tidu"], "bad shape"),
+        (["dump", "{target}:loss", "--input", "x=4:f16", "--stage", "tidu"], "unknown dtype"),
+        (["dump", "{target}:loss", "--input", "x=4x3:f32", "--stage", "tidu"], "missing w"),
+        (["dump", "{target}:loss", "--input", "x=4x3:f32", "--input", "w=4x2:f32",
+          "--stage", "tidu"], "contracted dimensions differ"),
+        (["dump", "{target}:not_scalar", "--input", "x=4x3:f32", "--input", "w=3x2:f32",
+          "--stage", "tidu"], "scalar (0-d) Tensor"),
+        (["dump", "--example", "nope", "--stage", "tidu"], "unknown (choose from"),
+        (["dump", "--example", "mlp", "--stage", "tidu", "--node", "99"], "--node 99"),
+        (["dump", "--example", "mlp", "--stage", "loops", "--format", "dot"], "graph stages"),
+        (["dump", "--stage", "tidu"], "give a TARGET"),
+    ],
+)
+def test_dump_user_errors(target: Path, args: list[str], message: str) -> None:
+    assert_user_error(run(*(a.format(target=target) for a in args)), message)
+
+
+def test_dump_unknown_stage_is_rejected_by_argparse() -> None:
+    result = run("dump", "--example", "mlp", "--stage", "bogus")
+    assert result.returncode == 2 and "invalid choice: 'bogus'" in result.stderr
+
+
+def test_opt_runs_passes_and_prints_between(tmp_path: Path) -> None:
+    path = tmp_path / "node.mlir"
+    path.write_text(KERNEL_IR)
+    result = run("opt", str(path), "-p", "canonicalize,tidu-fuse-elementwise",
+                 "--print-between-passes")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    dumps = result.stdout.split("// -----// IR Dump After ")
+    assert dumps[1].startswith("canonicalize") and "tidu.neg" not in dumps[1]
+    assert dumps[2].startswith("tidu-fuse-elementwise") and "tidu.kernel" in dumps[2]
+
+
+@pytest.mark.parametrize(
+    ("text", "passes", "message"),
+    [
+        ("garbage", "cse", "not registered"),
+        (KERNEL_IR, "no-such-pass", "no-such-pass"),
+        (KERNEL_IR.replace("tensor<8xf64>) -> tensor<8xf64> {", "tensor<4xf64>) -> "
+                           "tensor<8xf64> {", 1), "cse", "tidu.mul"),
+    ],
+    ids=["parse", "unknown-pass", "verify"],
+)
+def test_opt_user_errors(tmp_path: Path, text: str, passes: str, message: str) -> None:
+    path = tmp_path / "bad.mlir"
+    path.write_text(text)
+    assert_user_error(run("opt", str(path), "-p", passes), message)
+    assert_user_error(run("opt", str(tmp_path / "absent.mlir")), "no such file")
+
+
+def test_passes_lists_every_pass_with_a_description() -> None:
+    result = run("passes")
+    assert result.returncode == 0, result.stderr
+    for name in ("tidu-fuse-elementwise", "tidu-lower-to-loops", "convert-arith-to-llvm"):
+        line = next(l for l in result.stdout.splitlines() if l.startswith(name))
+        assert len(line.split(maxsplit=1)) == 2
+
+
+def test_cache_info_and_clear(tmp_path: Path) -> None:
+    (tmp_path / f"{'a' * 64}.tidu").write_bytes(b"x" * 10)
+    info = run("cache", "info", cache=tmp_path)
+    assert info.returncode == 0 and "entries:   1" in info.stdout
+    cleared = run("cache", "clear", "--dir", str(tmp_path))
+    assert cleared.returncode == 0 and "removed 1 entries" in cleared.stdout
+    assert not list(tmp_path.glob("*.tidu"))
+
+
+def test_stock_xdsl_opt_sees_the_dialect_and_passes(tmp_path: Path) -> None:
+    path = tmp_path / "node.mlir"
+    path.write_text(KERNEL_IR)
+    xdsl_opt = Path(sys.executable).with_name("xdsl-opt")
+    result = subprocess.run([str(xdsl_opt), str(path), "-p", "tidu-fuse-elementwise"],
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "tidu.kernel" in result.stdout
