@@ -122,7 +122,8 @@ class OperationKey:
         self.operation = operation
         self.inputs = inputs
         self.role = role
-        self._hash = hash(("Op", operation, inputs, role))
+        # The op's type is hashed too: parameterless dataclass ops all hash like ().
+        self._hash = hash((type(operation), operation, inputs, role))
         self._depth = 1 + max((_depth_of(k) for k in inputs), default=0)
 
     def __hash__(self) -> int:

@@ -29,6 +29,7 @@ import llvmlite.binding as llvm
 from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import ModuleOp
 
+from .array_entry import add_array_entry_points
 from .elf import read_elf_symbols
 from .engine import DuplicateSymbolError, JitEngine, UnresolvedSymbolError, get_engine, load
 from .target import TARGET_LOCK, host_target, host_target_machine, vector_math_abi
@@ -102,6 +103,7 @@ def llvm_ir_text(module: ModuleOp, *, vector_math: bool | None = None) -> str:
             and op.linkage.linkage.data in ("internal", "private")
         ):
             ir_module.get_global(op.sym_name.data).linkage = "internal"
+    add_array_entry_points(ir_module)
     text = str(ir_module)
     abi = vector_math_abi()
     if _use_vector_math(vector_math) and abi is not None:

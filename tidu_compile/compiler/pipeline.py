@@ -32,6 +32,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
+from tidu_compile.backend.array_entry import ENTRY_SUFFIX
 from tidu_compile.compiler.cache import cache_key
 from tidu_compile.compiler.plan import BoundPlan, Plan
 from tidu_compile.compiler.program import NodeProgram
@@ -48,7 +49,7 @@ __all__ = [
 ]
 
 #: Bump when generated code or the artifact format changes: old disk entries become misses.
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"
 
 STAGES = (
     "graph", "linear", "transposed", "tidu", "fused", "loops", "llvm", "llvm-ir", "opt-ir", "asm",
@@ -205,7 +206,8 @@ def compile_program(program: NodeProgram, digest: str) -> Artifact:
             object_code: bytes | None = compiled.object_code
         else:
             object_code = None
-    return Artifact(digest, plan, object_code, plan.kernel_symbols, seconds)
+    symbols = plan.kernel_symbols + tuple(s + ENTRY_SUFFIX for s in plan.kernel_symbols)
+    return Artifact(digest, plan, object_code, symbols, seconds)
 
 
 def bind(artifact: Artifact) -> BoundPlan:

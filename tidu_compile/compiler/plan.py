@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile.backend.array_entry import ENTRY_SUFFIX, array_data_offset
 from tidu_compile.ops.base import TensorType
 
 __all__ = ["KernelStep", "LibraryStep", "Plan", "native_buffer"]
@@ -79,51 +80,78 @@ class Plan:
         return sum(1 for s in self.steps if isinstance(s, LibraryStep) and s.fallback)
 
     def bind(self, addresses: dict[str, int]) -> BoundPlan:
-        """Attach native function addresses to the kernel steps."""
+        """Attach native function addresses to the kernel steps.
+
+        ``addresses`` has each kernel symbol and, where available, its ``.arrays`` twin.
+        """
+        by_object = array_data_offset() is not None and all(
+            s + ENTRY_SUFFIX in addresses for s in self.kernel_symbols
+        )
         functions = {}
         for step in self.steps:
             if isinstance(step, KernelStep):
-                if step.symbol not in addresses:
-                    raise KeyError(f"plan: no native code loaded for kernel {step.symbol!r}")
+                symbol = step.symbol + ENTRY_SUFFIX if by_object else step.symbol
+                if symbol not in addresses:
+                    raise KeyError(f"plan: no native code loaded for kernel {symbol!r}")
                 arity = len(step.inputs) + len(step.outputs)
                 signature = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * arity))
-                functions[step.symbol] = signature(addresses[step.symbol])
-        return BoundPlan(self, functions)
+                functions[step.symbol] = signature(addresses[symbol])
+        return BoundPlan(self, functions, by_object)
 
 
 class BoundPlan:
-    """A plan with its kernels loaded: ``run(args)`` returns the result buffers."""
+    """A plan with its kernels loaded: ``run(args)`` returns the result buffers.
 
-    def __init__(self, plan: Plan, functions: dict[str, Any]) -> None:
+    The hot path is lean on purpose (it runs once per tape node): kernels are called
+    through their ``.arrays`` entry points with ``id(array)`` arguments when the
+    interpreter's ndarray layout allows it (see ``backend.array_entry``), outputs are
+    allocated with ``np.empty``, and argument shapes and dtypes are checked only when
+    ``run`` is asked to (the executor's cache key already guarantees them).
+    """
+
+    def __init__(self, plan: Plan, functions: dict[str, Any], by_object: bool) -> None:
         self.plan = plan
-        self._functions = functions
+        self._by_object = by_object
         self._dtypes = [np.dtype(t.dtype) for t in plan.types]
+        self._steps: list[tuple[Any, tuple[int, ...], tuple[int, ...], list[Any]]] = []
+        for step in plan.steps:
+            specs = [(plan.types[o].shape, self._dtypes[o]) for o in step.outputs]
+            runner = functions[step.symbol] if isinstance(step, KernelStep) else step.op
+            self._steps.append((runner, step.inputs, step.outputs, specs))
+        self._kernel_flags = [isinstance(step, KernelStep) for step in plan.steps]
 
-    def run(self, args: Sequence[Any]) -> list[np.ndarray | None]:
+    def run(self, args: Sequence[Any], check: bool = True) -> list[np.ndarray | None]:
         plan = self.plan
         if len(args) != plan.arg_count:
             raise ValueError(f"plan: expected {plan.arg_count} arguments, got {len(args)}")
-        buffers: list[Any] = [None] * len(plan.types)
+        buffers: list[Any] = [*args, *([None] * (len(plan.types) - len(args)))]
         for i, arg in enumerate(args):
-            buffers[i] = native_buffer(arg, plan.types[i], f"argument {i}")
-        for step in plan.steps:
-            if isinstance(step, KernelStep):
-                self._run_kernel(step, buffers)
+            if check:
+                buffers[i] = native_buffer(arg, plan.types[i], f"argument {i}")
+            elif not (arg.flags.c_contiguous and arg.flags.aligned and arg.dtype.isnative):
+                buffers[i] = np.ascontiguousarray(arg, dtype=self._dtypes[i].newbyteorder("="))
+        for is_kernel, (runner, inputs, outputs, specs) in zip(
+            self._kernel_flags, self._steps, strict=True
+        ):
+            if is_kernel:
+                results = [np.empty(shape, dtype) for shape, dtype in specs]
+                for index, array in zip(outputs, results, strict=True):
+                    buffers[index] = array
+                arrays = [buffers[i] for i in inputs] + results
+                if self._by_object:
+                    runner(*map(id, arrays))
+                else:
+                    runner(*(a.ctypes.data for a in arrays))
             else:
-                values = step.op.evaluate(*(buffers[i] for i in step.inputs))
-                for out, value in zip(step.outputs, values, strict=True):
-                    buffers[out] = native_buffer(value, plan.types[out], f"{step.op!r} result")
+                values = runner.evaluate(*(buffers[i] for i in inputs))
+                for index, value, (shape, dtype) in zip(outputs, values, specs, strict=True):
+                    value = np.asarray(value)
+                    if value.shape != shape or value.dtype != dtype:
+                        raise TypeError(
+                            f"library call {runner!r} returned {value.shape} {value.dtype}, "
+                            f"the plan expects {shape} {dtype}"
+                        )
+                    if not value.flags.c_contiguous or not value.flags.aligned:
+                        value = np.ascontiguousarray(value)
+                    buffers[index] = value
         return [None if r is None else buffers[r] for r in plan.results]
-
-    def _run_kernel(self, step: KernelStep, buffers: list[Any]) -> None:
-        types = self.plan.types
-        pointers = []
-        for index in step.inputs:
-            array = native_buffer(buffers[index], types[index], f"kernel {step.symbol} input")
-            buffers[index] = array
-            pointers.append(array.ctypes.data)
-        for index in step.outputs:
-            array = np.empty(types[index].shape, dtype=self._dtypes[index])
-            buffers[index] = array
-            pointers.append(array.ctypes.data)
-        self._functions[step.symbol](*pointers)

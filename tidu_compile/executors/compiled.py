@@ -30,7 +30,7 @@ import numpy as np
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, linear_transpose
 from tidu_compile.compiler.cache import DiskCache, MemoryCache, default_cache_dir
 from tidu_compile.compiler.plan import BoundPlan
-from tidu_compile.compiler.program import ArgSource, UnsupportedNode, build_program
+from tidu_compile.compiler.program import UnsupportedNode, build_program
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.executors.reference import ReferenceExecutor
 from tidu_compile.graph import ValueKey
@@ -72,12 +72,14 @@ class _NodeEntry:
     transposed: LinearizedGraph
     key: Hashable
     saved_order: tuple[ValueKey, ...]
+    all_present: bool  # every active output slot has a tangent (the usual case)
 
 
 @dataclass(frozen=True)
 class _Compiled:
     plan: BoundPlan
-    arg_sources: tuple[ArgSource, ...]
+    arg_sources: tuple[tuple[bool, int], ...]  # (is_seed, index) per plan argument
+    fallbacks: int  # library steps the compiler could not lower, per run
 
 
 #: Cached in place of a plan when a node cannot be compiled: it runs on the reference path.
@@ -130,6 +132,7 @@ class CompiledExecutor(BackwardExecutor):
                         linear_transpose(linear, ctx),
                         key,
                         graph.input_keys + graph.output_keys,
+                        all(t is not None for t in linear.tangent_outputs),
                     )
                     self._linearizations.put(key, entry)
                     self._forget_evicted_linearizations()
@@ -155,28 +158,33 @@ class CompiledExecutor(BackwardExecutor):
                 f"got {len(cotangent_out)}"
             )
         entry = self._entries_by_linear.get(id(linear))
-        seeds = [ct for ct, t in zip(cotangent_out, linear.tangent_outputs, strict=True)
-                 if t is not None]  # fmt: skip
-        if entry is None or entry.linear is not linear or not _all_arrays(seeds, external_data):
+        if entry is None or entry.linear is not linear:
             return self._run_reference(linear, cotangent_out, external_data, ctx)
-        saved = [external_data.get(k) for k in entry.saved_order]
-        types = (
-            tuple(type_of(s) for s in seeds),
-            tuple(None if v is None else type_of(v) for v in saved),
+        seeds = (
+            cotangent_out
+            if entry.all_present
+            else [c for c, t in zip(cotangent_out, linear.tangent_outputs, strict=True)
+                  if t is not None]  # fmt: skip
         )
-        compiled = self.memory.get((entry.key, types))
+        saved = [external_data.get(k) for k in entry.saved_order]
+        try:  # the cache key: shapes and dtypes of every argument
+            signature = (
+                tuple([(s.shape, s.dtype) for s in seeds]),
+                tuple([None if v is None else (v.shape, v.dtype) for v in saved]),
+            )
+        except AttributeError:  # not arrays: a user's own operand type
+            return self._run_reference(linear, cotangent_out, external_data, ctx)
+        compiled = self.memory.get((entry.key, signature))
         if compiled is None:
-            compiled = self._compile(entry, types)
+            compiled = self._compile(entry, signature, seeds, saved)
         elif compiled is not _REFERENCE_ONLY:
             self.stats.memory_hits += 1
         if compiled is _REFERENCE_ONLY:
             return self._run_reference(linear, cotangent_out, external_data, ctx)
-        args = [seeds[s.index] if s.kind == "seed" else saved[s.index]
-                for s in compiled.arg_sources]  # fmt: skip
-        fallbacks = compiled.plan.plan.fallback_count
-        if fallbacks:
-            self.stats.fallbacks += fallbacks
-        return compiled.plan.run(args)
+        args = [seeds[i] if is_seed else saved[i] for is_seed, i in compiled.arg_sources]
+        if compiled.fallbacks:
+            self.stats.fallbacks += compiled.fallbacks
+        return compiled.plan.run(args, check=False)
 
     def add_operands(self, a: Any, b: Any) -> Any:
         return np.add(a, b) if isinstance(a, np.ndarray) else a + b
@@ -184,18 +192,20 @@ class CompiledExecutor(BackwardExecutor):
     # ---------------------------------------------------------------- compiling
 
     def _compile(
-        self,
-        entry: _NodeEntry,
-        types: tuple[tuple[TensorType, ...], tuple[TensorType | None, ...]],
+        self, entry: _NodeEntry, signature: Hashable, seeds: Sequence[Any], saved: Sequence[Any]
     ) -> Any:
         """A ``_Compiled`` plan, or ``_REFERENCE_ONLY`` when the node cannot be compiled."""
         with self._lock:  # single flight: one compile per key, others wait and hit
-            cached = self.memory.get((entry.key, types))
+            cached = self.memory.get((entry.key, signature))
             if cached is not None:
                 if cached is not _REFERENCE_ONLY:
                     self.stats.memory_hits += 1
                 return cached
             try:
+                types = (
+                    tuple(type_of(s) for s in seeds),
+                    tuple(None if v is None else type_of(v) for v in saved),
+                )
                 compiled: Any = self._compile_locked(entry, types)
             except (CompileForbiddenError, KeyboardInterrupt):
                 raise
@@ -211,7 +221,7 @@ class CompiledExecutor(BackwardExecutor):
                     stacklevel=5,
                 )
                 compiled = _REFERENCE_ONLY
-            self.memory.put((entry.key, types), compiled)
+            self.memory.put((entry.key, signature), compiled)
             return compiled
 
     def _compile_locked(
@@ -246,7 +256,9 @@ class CompiledExecutor(BackwardExecutor):
                 )
             if self.disk is not None:
                 self.disk.put(digest, artifact)
-        return _Compiled(pipeline.bind(artifact), program.arg_sources)
+        bound = pipeline.bind(artifact)
+        sources = tuple((s.kind == "seed", s.index) for s in program.arg_sources)
+        return _Compiled(bound, sources, artifact.plan.fallback_count)
 
     def _run_reference(
         self,
@@ -264,8 +276,3 @@ class CompiledExecutor(BackwardExecutor):
         for stale in [k for k in self._entries_by_linear if k not in live]:
             del self._entries_by_linear[stale]
 
-
-def _all_arrays(seeds: Sequence[Any], data: Mapping[ValueKey, Any]) -> bool:
-    return all(isinstance(s, np.ndarray) for s in seeds) and all(
-        isinstance(v, np.ndarray) for v in data.values()
-    )
