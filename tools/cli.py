@@ -5,6 +5,7 @@
     tidu-compile opt kernel.mlir -p canonicalize,tidu-fuse-elementwise --print-between-passes
     tidu-compile passes
     tidu-compile cache info | clear
+    tidu-compile bench --quick --workload W1,W3 --json out.json
 
 User mistakes (missing file, bad shape spec, unknown stage or pass, malformed IR) print
 one line on stderr and exit with status 2; no traceback.
@@ -232,6 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("action", choices=("info", "clear"))
     cache.add_argument("--dir", help="cache directory (default: the user cache directory)")
     cache.set_defaults(run=command_cache)
+
+    from tidu_compile.tools.bench.main import add_arguments as add_bench_arguments
+    from tidu_compile.tools.bench.main import cli_command as command_bench
+
+    bench = sub.add_parser("bench", help="time the compiled backward against numpy, torch, jax")
+    add_bench_arguments(bench)
+    bench.set_defaults(run=command_bench)
     return parser
 
 

@@ -1,6 +1,7 @@
 """The eager ``Tensor`` frontend: numpy-style functions that record on the tidu tape."""
 
 from tidu_compile.frontend.autograd import grad
+from tidu_compile.frontend.function import function
 from tidu_compile.frontend.functions import (
     add,
     astype,
@@ -38,8 +39,9 @@ from tidu_compile.frontend.state import (
 from tidu_compile.frontend.tensor import Tensor, tensor
 
 __all__ = [
-    "Tensor", "tensor", "grad", "no_grad", "get_default_executor", "set_default_executor",
-    "use_executor", "add", "astype", "broadcast_to", "compare", "conj", "cos", "divide", "exp",
-    "imag", "log", "matmul", "maximum", "mean", "multiply", "negative", "power", "real",
-    "reshape", "sin", "sincos", "sqrt", "subtract", "sum", "tanh", "transpose", "where",
+    "Tensor", "tensor", "function", "grad", "no_grad", "get_default_executor",
+    "set_default_executor", "use_executor", "add", "astype", "broadcast_to", "compare", "conj",
+    "cos", "divide", "exp", "imag", "log", "matmul", "maximum", "mean", "multiply", "negative",
+    "power", "real", "reshape", "sin", "sincos", "sqrt", "subtract", "sum", "tanh", "transpose",
+    "where",
 ]  # fmt: skip

@@ -5,11 +5,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from tidu_compile.eager import BackwardExecutor, Recorder
 
 __all__ = [
     "RECORDER",
+    "current_capture",
+    "set_capture",
     "get_default_executor",
     "grad_enabled",
     "no_grad",
@@ -24,6 +27,7 @@ class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.grad_enabled = True
         self.executors: list[BackwardExecutor] = []
+        self.capture: Any = None  # the ``function`` trace in progress, if any
 
 
 _state = _ThreadState()
@@ -33,6 +37,15 @@ _default_lock = threading.Lock()
 
 def grad_enabled() -> bool:
     return _state.grad_enabled
+
+
+def current_capture() -> Any:
+    """The composite trace in progress in this thread (see ``frontend.function``), or None."""
+    return _state.capture
+
+
+def set_capture(capture: Any) -> None:
+    _state.capture = capture
 
 
 @contextmanager

@@ -16,7 +16,7 @@ import numpy as np
 
 from tidu_compile.ad import Name
 from tidu_compile.eager import EagerInput, RecordedGraph, Trace
-from tidu_compile.frontend.state import RECORDER, grad_enabled
+from tidu_compile.frontend.state import RECORDER, current_capture, grad_enabled
 from tidu_compile.graph import Input, ValueKey
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES, TensorOp, type_of
 
@@ -228,6 +228,9 @@ def apply_op(op: TensorOp, inputs: Sequence[Tensor]) -> list[Tensor]:
     data = [t._data for t in inputs]
     op.infer_types(*(type_of(d) for d in data))
     outputs = [_readonly(np.asarray(o)) for o in op.evaluate(*data)]
+    capture = current_capture()
+    if capture is not None:  # inside a ``tidu_compile.function`` trace
+        return capture.apply(op, list(inputs), outputs)  # type: ignore[no-any-return]
     if not (grad_enabled() and op.differentiable and any(t.requires_grad for t in inputs)):
         return [Tensor(o) for o in outputs]
     graph = recorded_graph_for(op)

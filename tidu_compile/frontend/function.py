@@ -1,0 +1,215 @@
+"""Composite recording: ``@tidu_compile.function`` records a whole function as ONE tape node.
+
+>>> @tc.function
+... def loss(x, y):
+...     return tc.sum(tc.tanh(x * y + tc.exp(-x)) * y)
+
+The first call with given argument shapes, dtypes and ``requires_grad`` flags *traces*
+the function: it runs eagerly, and every primitive it applies is captured into one
+``Graph`` instead of being recorded op by op. Later calls with the same signature
+*replay* that graph with numpy (the Python function is not run again) and record a
+single tape node, so the backward pass of the whole function is one compiled program,
+usually one fused kernel. A new signature re-traces.
+
+Like ``jax.jit``: values the function closes over (arrays, Python numbers, bool masks
+computed from data) are constants captured at trace time; data-dependent Python control
+flow follows the traced branch. A closed-over tensor that requires gradients is an error
+(pass it as an argument).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from tidu_compile.ad import Name
+from tidu_compile.eager import EagerInput, RecordedGraph
+from tidu_compile.frontend.state import RECORDER, current_capture, grad_enabled, set_capture
+from tidu_compile.frontend.tensor import Tensor
+from tidu_compile.graph import Graph, GraphBuilder, Primary
+from tidu_compile.ops import DIFFERENTIABLE_DTYPES, Constant, DotGeneral, ReduceSum, TensorOp
+
+__all__ = ["function"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Ops whose outputs are saved on the tape rather than recomputed in the backward kernel.
+RETAINED_OPS: tuple[type[TensorOp], ...] = (DotGeneral, ReduceSum)
+
+
+def _splat_constant(data: np.ndarray) -> Constant | None:
+    """A ``Constant`` op for data holding one repeated float/complex value, else None."""
+    if data.dtype.name not in DIFFERENTIABLE_DTYPES or data.size == 0:
+        return None
+    first = data.flat[0]
+    if data.size > 1 and not np.array_equal(data, np.broadcast_to(first, data.shape), True):
+        return None
+    value = complex(first) if data.dtype.kind == "c" else float(first)
+    return Constant(value, tuple(data.shape), data.dtype.name)
+
+
+class _Capture:
+    """The graph being traced: tensors (by identity) -> local value ids."""
+
+    def __init__(self, arguments: list[Tensor]) -> None:
+        self.builder = GraphBuilder()
+        self.ids: dict[int, int] = {}
+        self.keep_alive: list[Tensor] = []
+        self.constants: list[np.ndarray] = []
+        self.retained: list[int] = []
+        for i, tensor in enumerate(arguments):
+            self._bind(tensor, self.builder.add_input(Name(f"arg{i}")))
+
+    def _bind(self, tensor: Tensor, local_id: int) -> None:
+        self.ids[id(tensor)] = local_id
+        self.keep_alive.append(tensor)
+
+    def local_id(self, tensor: Tensor) -> int:
+        found = self.ids.get(id(tensor))
+        if found is not None:
+            return found
+        if tensor.requires_grad:
+            raise TypeError(
+                "tidu_compile.function: the function uses a tensor that requires gradients "
+                "but is not one of its arguments; pass it as an argument"
+            )
+        splat = _splat_constant(tensor.numpy())
+        if splat is not None:  # Python numbers: a constant op the kernel inlines
+            (local_id,) = self.builder.add_operation(splat, [], Primary())
+            self._bind(tensor, local_id)
+            return local_id
+        local_id = self.builder.add_input(Name(f"const{len(self.constants)}"))
+        self.constants.append(tensor.numpy())
+        self._bind(tensor, local_id)
+        return local_id
+
+    def apply(self, op: TensorOp, inputs: list[Tensor], outputs: list[np.ndarray]) -> list[Tensor]:
+        ids = self.builder.add_operation(op, [self.local_id(t) for t in inputs], Primary())
+        tensors = [Tensor(o) for o in outputs]
+        for tensor, local_id in zip(tensors, ids, strict=True):
+            self._bind(tensor, local_id)
+        if isinstance(op, RETAINED_OPS):
+            self.retained.extend(ids)
+        return tensors
+
+
+@dataclass
+class _Traced:
+    """One traced signature: the recorded graph and what each call must supply."""
+
+    recorded: RecordedGraph
+    constants: list[np.ndarray]
+    retained: list[int]
+    single_output: bool
+    _order: list[Any] = field(default_factory=list)
+
+    @property
+    def graph(self) -> Graph:
+        return self.recorded.graph
+
+    def replay(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """Evaluate the graph with numpy; returns every value by local id."""
+        graph = self.graph
+        values: list[Any] = [None] * len(graph.values)
+        for local_id, data in zip(graph.inputs, inputs, strict=True):
+            values[local_id] = data
+        for node in graph.operations:
+            results = node.operation.evaluate(*(values[r.id] for r in node.inputs))
+            for local_id, result in zip(node.outputs, results, strict=True):
+                values[local_id] = np.asarray(result)
+        return values
+
+
+def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list[Tensor]:
+    graph = traced.graph
+    constant_inputs = [Tensor(c) for c in traced.constants]
+    all_inputs = arguments + constant_inputs
+    eager_inputs = [EagerInput(t._key, t._trace, t.requires_grad, t._data) for t in all_inputs]
+    outputs = [values[i] for i in graph.outputs]
+    retained = {graph.values[i].key: values[i] for i in traced.retained}
+    recorded = RECORDER.record_graph(traced.recorded, eager_inputs, outputs, retained)
+    return [
+        Tensor(np.array(o, copy=False), r.requires_grad, r.key, r.trace)
+        for o, r in zip(outputs, recorded, strict=True)
+    ]
+
+
+def _signature(args: tuple[Any, ...]) -> Hashable:
+    return tuple(
+        ("T", a.shape, a.dtype, a.requires_grad) if isinstance(a, Tensor) else ("P", a)
+        for a in args
+    )
+
+
+def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
+    """Decorator: record every call of ``fn`` as one tape node (see the module docstring).
+
+    ``fn`` takes tensors (and hashable non-tensor arguments, which are part of the trace
+    key) and returns a tensor or a tuple of tensors.
+    """
+    if fn is None:
+        return functools.partial(function, max_traces=max_traces)
+    traces: OrderedDict[Hashable, _Traced] = OrderedDict()
+    lock = threading.Lock()
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any) -> Any:
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        if not grad_enabled() or not any(t.requires_grad for t in tensors) or current_capture():
+            return fn(*args)
+        try:
+            key = _signature(args)
+            hash(key)
+        except TypeError:
+            raise TypeError(
+                f"{fn.__name__}: non-tensor arguments must be hashable (they key the trace)"
+            ) from None
+        with lock:
+            traced = traces.get(key)
+            if traced is not None:
+                traces.move_to_end(key)
+        if traced is None:
+            traced, values = _trace(fn, args, tensors)
+            with lock:
+                traces[key] = traced
+                while len(traces) > max_traces:
+                    traces.popitem(last=False)
+        else:
+            values = traced.replay([t._data for t in tensors] + traced.constants)
+        outputs = _record(traced, tensors, values)
+        return outputs[0] if traced.single_output else tuple(outputs)
+
+    wrapper.traces = traces  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _trace(
+    fn: Callable[..., Any], args: tuple[Any, ...], tensors: list[Tensor]
+) -> tuple[_Traced, list[Any]]:
+    capture = _Capture(tensors)
+    set_capture(capture)
+    try:
+        result = fn(*args)
+    finally:
+        set_capture(None)
+    single = isinstance(result, Tensor)
+    results = [result] if single else list(result) if isinstance(result, (tuple, list)) else None
+    if not results or not all(isinstance(r, Tensor) for r in results):
+        raise TypeError(
+            f"{fn.__name__}: a tidu_compile.function must return a Tensor or a tuple of Tensors"
+        )
+    output_ids = [capture.local_id(r) for r in results]
+    builder = capture.builder
+    builder.set_outputs(output_ids)
+    graph = builder.build()
+    recorded = RecordedGraph(graph, graph.input_keys(), graph.output_keys())
+    values: list[Any] = [None] * len(graph.values)
+    for tensor in capture.keep_alive:
+        values[capture.ids[id(tensor)]] = tensor._data
+    return _Traced(recorded, capture.constants, capture.retained, single), values

@@ -1,0 +1,281 @@
+"""``tidu-compile bench``: the compiled backward against numpy, torch and jax.
+
+    tidu-compile bench                      # everything, torch and jax if installed
+    tidu-compile bench --quick --workload W1 --no-peers --json out.json
+
+Per workload, in this process: the hand-written numpy backward, then tidu (a fresh
+``CompiledExecutor`` on an empty cache directory: cold first call, then warm calls),
+its gradients checked against numpy's, and in a fresh subprocess the warm-from-disk
+first call. Then each installed peer (torch, jax) in its own subprocess. Exit status:
+0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from tidu_compile.tools.bench.peers import PEERS, peer_installed, run_peer
+from tidu_compile.tools.bench.report import (
+    json_safe,
+    machine_info,
+    print_report,
+    ratio,
+)
+from tidu_compile.tools.bench.timing import Policy, Timing, measure
+from tidu_compile.tools.bench.workloads import (
+    COMPOSITE_UNAVAILABLE,
+    Workload,
+    relative_errors,
+    select_workloads,
+)
+
+__all__ = ["BenchError", "Progress", "add_arguments", "command", "main", "run"]
+
+
+class BenchError(Exception):
+    """A usage mistake: one line on stderr, exit status 2."""
+
+
+class Progress:
+    """``[3/12] W1 n=1e6 torch...`` on stderr (rewritten in place on a terminal)."""
+
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        self.total = total
+        self.count = 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def step(self, label: str) -> None:
+        """Announce the next step."""
+        self.count += 1
+        self.total = max(self.total, self.count)
+        text = f"[{self.count}/{self.total}] {label}..."
+        self.stream.write(f"\r\x1b[K{text}" if self.tty else text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the progress line."""
+        if self.tty and self.count:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The bench options (shared by ``tidu-compile bench`` and ``python -m ...bench``)."""
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer repetitions, no n=1e7, small W4 (for tests)")
+    parser.add_argument("--workload", metavar="W1,W3",
+                        help="comma-separated groups (W1..W4) or row names to run")
+    parser.add_argument("--repeat", type=int, metavar="N",
+                        help="exactly N timed runs per measurement (default: adaptive)")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--no-peers", action="store_true", help="skip torch and jax")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the inputs")  # fmt: skip
+
+
+def _policy(args: argparse.Namespace) -> Policy:
+    if args.repeat is not None:
+        if args.repeat < 1:
+            raise BenchError(f"--repeat {args.repeat}: must be >= 1")
+        return Policy.fixed(args.repeat)
+    return Policy.quick() if args.quick else Policy.default()
+
+
+def _composite_available() -> bool:
+    import tidu_compile as tc
+
+    return callable(getattr(tc, "function", None))
+
+
+def _grad_check(workload: Workload, grads: Sequence[Any], reference: Sequence[Any]) -> dict:
+    errors = relative_errors(grads, reference)
+    return {
+        "passed": all(e <= workload.rtol for e in errors),
+        "rtol": workload.rtol,
+        "errors": dict(zip(workload.grad_names, errors, strict=True)),
+    }
+
+
+def _first_line(error: BaseException) -> str:
+    text = (str(error).strip().splitlines() or [""])[0]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _measure_numpy(workload: Workload, arrays: Sequence[Any], policy: Policy) -> dict:
+    saved = workload.numpy_forward(*arrays)
+    timing = measure(lambda: workload.numpy_backward(saved), policy)
+    return {"timing": timing, "grads": workload.numpy_backward(saved)}
+
+
+def _compile_entry(tidu: dict[str, Any], warm: dict[str, Any]) -> dict[str, Any]:
+    stats = tidu["stats"]
+    compiles = stats["compiles"]
+    return {
+        "first_call_seconds": tidu["first_call_seconds"],
+        "cold_seconds": tidu["cold_seconds"],
+        "warm_disk_seconds": warm.get("warm_disk_seconds"),
+        "compiles": compiles,
+        "compile_seconds": stats["compile_seconds"],
+        "per_node_seconds": stats["compile_seconds"] / compiles if compiles else None,
+        "stage_seconds": stats["stage_seconds"],
+        "fallbacks": stats["fallbacks"],
+        "errors": stats["errors"],
+        "warm_disk": warm,
+    }
+
+
+def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict[str, Any]:
+    """Run the benchmark; the JSON-ready result document (see ``report``)."""
+    from tidu_compile.tools.bench.tidu_runner import process_warmup, run_tidu, run_warm_disk
+
+    try:
+        workloads = select_workloads(args.workload, quick=args.quick)
+    except ValueError as error:
+        raise BenchError(str(error)) from None
+    policy = _policy(args)
+    composite = _composite_available()
+    peer_status: dict[str, dict[str, Any]] = {}
+    for peer in PEERS:
+        if args.no_peers:
+            peer_status[peer] = {"status": "disabled"}
+        elif not peer_installed(peer):
+            peer_status[peer] = {"status": "not installed"}
+        else:
+            peer_status[peer] = {"status": "pending"}
+    active_peers = [p for p in PEERS if peer_status[p]["status"] == "pending"]
+    runnable = [w for w in workloads if w.recording != "composite" or composite]
+    problems = list(dict.fromkeys(w.problem for w in workloads))
+    total = 1 + len(problems) + 2 * len(runnable) + len(active_peers) * len(problems)
+    progress = Progress(total, progress_stream)
+
+    progress.step("tidu process warm-up")
+    warmup_seconds = process_warmup()
+    numpy_runs: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="tidu-bench-") as root:
+        for index, workload in enumerate(workloads):
+            arrays = workload.make_inputs(args.seed)
+            if workload.problem not in numpy_runs:
+                progress.step(f"{workload.key} numpy")
+                numpy_runs[workload.problem] = _measure_numpy(workload, arrays, policy)
+            reference = numpy_runs[workload.problem]
+            row: dict[str, Any] = {
+                "workload": workload.key,
+                "group": workload.group,
+                "description": workload.description,
+                "dtype": workload.dtype,
+                "recording": workload.recording,
+                "problem": workload.problem,
+                "status": "ok",
+                "note": None,
+                "tidu": None,
+                "numpy": reference["timing"].to_json(),
+                "grad_check": None,
+                "compile": None,
+            }
+            rows.append(row)
+            if workload.recording == "composite" and not composite:
+                row["status"], row["note"] = "n/a", COMPOSITE_UNAVAILABLE
+                continue
+            progress.step(f"{workload.key} tidu")
+            cache_dir = Path(root) / f"w{index}"
+            try:
+                tidu = run_tidu(workload, arrays, policy, cache_dir)
+            except Exception as error:  # noqa: BLE001 - reported as a failing row
+                row["status"], row["note"] = "error", _first_line(error)
+                failures.append(f"{workload.key}: tidu raised {row['note']}")
+                progress.step(f"{workload.key} tidu warm-from-disk (skipped)")
+                continue
+            row["tidu"] = tidu["timing"].to_json()
+            check = _grad_check(workload, tidu["grads"], reference["grads"])
+            row["grad_check"] = check
+            if not check["passed"]:
+                row["status"] = "FAIL"
+                bad = {k: f"{e:.2e}" for k, e in check["errors"].items() if not e <= check["rtol"]}
+                failures.append(f"{workload.key}: relative error {bad} > rtol {check['rtol']:g}")
+            progress.step(f"{workload.key} tidu warm-from-disk")
+            warm = run_warm_disk(workload, args.seed, cache_dir)
+            row["compile"] = _compile_entry(tidu, warm)
+            del tidu, arrays
+            gc.collect()
+    del numpy_runs
+    gc.collect()
+
+    for peer in active_peers:
+        outcome = run_peer(peer, workloads, policy, args.seed,
+                           on_start=lambda key, p=peer: progress.step(f"{key} {p}"))  # fmt: skip
+        peer_status[peer] = {"status": "error" if outcome["error"] else "ok",
+                             "info": outcome["info"], "error": outcome["error"]}  # fmt: skip
+        for row in rows:
+            row[peer] = outcome["results"].get(row["problem"])
+    progress.close()
+
+    for row in rows:
+        row["ratios"] = {
+            "numpy": ratio(row["tidu"], row["numpy"]),
+            **{p: ratio(row["tidu"], (row.get(p) or {}).get("timing")) for p in PEERS},
+        }
+    infos = {p: s.get("info") or {} for p, s in peer_status.items()}
+    return {
+        "version": 1,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "options": {"quick": args.quick, "workload": args.workload, "repeat": args.repeat,
+                    "no_peers": args.no_peers, "seed": args.seed,
+                    "policy": policy.to_json()},  # fmt: skip
+        "machine": machine_info(infos),
+        "peers": peer_status,
+        "process_warmup_seconds": warmup_seconds,
+        "composite_recording_available": composite,
+        "workloads": rows,
+        "failures": failures,
+        "passed": not failures,
+    }
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run, print the table, write ``--json``; the exit status."""
+    document = run(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(json_safe(document), indent=2) + "\n")
+    print_report(document)
+    if document["failures"]:
+        for failure in document["failures"]:
+            print(f"tidu-compile bench: FAIL {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cli_command(args: argparse.Namespace) -> None:
+    """``tidu-compile bench`` (the CLI's ``run`` hook): exits non-zero on failure."""
+    try:
+        status = command(args)
+    except BenchError as error:
+        print(f"tidu-compile: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if status:
+        raise SystemExit(status)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tidu_compile.tools.bench``."""
+    parser = argparse.ArgumentParser(prog="tidu-compile bench", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return command(args)
+    except BenchError as error:
+        print(f"tidu-compile: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
