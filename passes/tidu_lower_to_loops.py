@@ -80,6 +80,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import prod
 
 from tidu_compile.dialects.tidu_base import element_type
 from tidu_compile.dialects.tidu_kernel import KernelOp, YieldOp
@@ -184,14 +185,18 @@ class _Body:
             return [[*indices, self.index(0)], [*indices, self.index(1)]]
         return [list(indices)]
 
-    def loop_nest(self, shape: Sequence[int]) -> tuple[list[SSAValue], Block]:
+    def loop_nest(
+        self, shape: Sequence[int], bounds: dict[int, tuple[SSAValue, SSAValue]] | None = None
+    ) -> tuple[list[SSAValue], Block]:
         """Open ``scf.for`` loops over ``shape`` (last innermost) at the current block;
-        returns their induction variables and the block the nest returns to."""
+        ``bounds`` overrides the range of some dimensions. Returns the induction
+        variables and the block the nest returns to."""
         outer, ivs = self.block, list[SSAValue]()
-        for size in shape:
+        for dim, size in enumerate(shape):
             body = Block(arg_types=[IndexType()])
             body.args[0].name_hint = f"i{len(ivs)}"
-            self.emit(scf.ForOp(self.index(0), self.index(size), self.index(1), [], body))
+            lower, upper = (bounds or {}).get(dim, (self.index(0), self.index(size)))
+            self.emit(scf.ForOp(lower, upper, self.index(1), [], body))
             ivs.append(body.args[0])
             self.block = body
         return ivs, outer
@@ -222,28 +227,44 @@ def _name(scalar: Scalar, source: SSAValue) -> None:
             value.name_hint = source.name_hint + suffix
 
 
-def build_kernel_function(kernel: KernelOp, name: str) -> func.FuncOp:
+def is_chunked(kernel: KernelOp, chunked: bool) -> bool:
+    """Whether the kernel function takes a ``[lo, hi)`` range of domain dimension 0."""
+    return chunked and len(kernel.domain) > 0
+
+
+def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) -> func.FuncOp:
     """The loop-nest function of one kernel (see the module docstring)."""
     in_types = [kernel_memref_type(v.type) for v in kernel.inputs]
     out_types = [kernel_memref_type(v.type) for v in kernel.outputs]
-    entry = Block(arg_types=[*in_types, *out_types])
-    ins, outs = entry.args[: len(in_types)], entry.args[len(in_types):]
+    chunked = is_chunked(kernel, chunked)
+    range_types = [IndexType(), IndexType()] if chunked else []
+    entry = Block(arg_types=[*in_types, *out_types, *range_types])
+    ins = entry.args[: len(in_types)]
+    outs = entry.args[len(in_types) : len(in_types) + len(out_types)]
     for prefix, args in (("in", ins), ("out", outs)):
         for i, arg in enumerate(args):
             arg.name_hint = f"{prefix}{i}"
     body = _Body(entry)
     domain = kernel.domain
+    chunk: dict[int, tuple[SSAValue, SSAValue]] = {}
+    if chunked:
+        entry.args[-2].name_hint, entry.args[-1].name_hint = "lo", "hi"
+        chunk[0] = (entry.args[-2], entry.args[-1])
 
     reduced = [bool(kernel.reduced_dims(j)) for j in range(len(outs))]
     for j, out in enumerate(outs):
         if reduced[j]:
-            ivs, outer = body.loop_nest(_tensor_shape(kernel.outputs[j].type))
+            # A chunk zeroes only the rows of domain dim 0 it owns; an output summed over
+            # dim 0 is a private partial buffer of the chunk and is zeroed whole.
+            result_map = list(kernel.result_map(j))
+            rows = {result_map.index(0): chunk[0]} if chunk and 0 in result_map else {}
+            ivs, outer = body.loop_nest(_tensor_shape(kernel.outputs[j].type), rows)
             zero = constant(body.emit, 0.0, out_types[j].element_type)
             for indices in body.parts(ivs, kernel.outputs[j].type):
                 body.emit(memref.StoreOp.get(zero, out, indices))
             body.close(outer)
 
-    ivs, outer = body.loop_nest(domain)
+    ivs, outer = body.loop_nest(domain, chunk)
     kernel_block = kernel.body.block
     values: dict[SSAValue, Scalar] = {}
     for index, arg in enumerate(kernel_block.args):
@@ -279,18 +300,25 @@ def build_kernel_function(kernel: KernelOp, name: str) -> func.FuncOp:
     body.emit(func.ReturnOp())
 
     noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
+    plain = DictionaryAttr({})
     function = func.FuncOp(
         name,
-        ([*in_types, *out_types], []),
+        ([*in_types, *out_types, *range_types], []),
         Region(entry),
-        arg_attrs=ArrayAttr([noalias] * len(entry.args)),
+        arg_attrs=ArrayAttr([noalias] * len(in_types + out_types) + [plain] * len(range_types)),
     )
     function.attributes[KERNEL_ATTR] = UnitAttr()
     return function
 
 
-def replace_kernel(kernel: KernelOp, symbol: str) -> None:
-    """Replace ``kernel`` in place by to_buffer / alloc / call / to_tensor."""
+def replace_kernel(kernel: KernelOp, symbol: str, chunked: bool = False) -> None:
+    """Replace ``kernel`` in place by to_buffer / alloc / call / to_tensor.
+
+    A chunked kernel's call also passes ``%c0, %cN`` (the whole range of domain dim 0)
+    and carries ``tidu.chunk_extent`` (N), ``tidu.domain_size`` and
+    ``tidu.partial_outputs`` (the outputs summed over dim 0, which a caller running
+    chunks in parallel gives each chunk privately and adds up afterwards).
+    """
     block = kernel.parent_block()
     assert block is not None
     buffers: dict[SSAValue, SSAValue] = {}
@@ -321,7 +349,21 @@ def replace_kernel(kernel: KernelOp, symbol: str) -> None:
         new_ops.append(alloc)
         outputs.append(as_argument(alloc.memref))
     arguments = [buffers[v] for v in kernel.inputs] + outputs
-    new_ops.append(func.CallOp(symbol, arguments, []))
+    call_attributes: dict[str, Attribute] = {}
+    if is_chunked(kernel, chunked):
+        extent = kernel.domain[0]
+        bounds = [arith.ConstantOp(IntegerAttr(v, IndexType())) for v in (0, extent)]
+        new_ops += bounds
+        arguments += [b.result for b in bounds]
+        partial = [j for j in range(len(kernel.outputs)) if 0 not in kernel.result_map(j)]
+        call_attributes = {
+            "tidu.chunk_extent": IntegerAttr(extent, 64),
+            "tidu.domain_size": IntegerAttr(prod(kernel.domain), 64),
+            "tidu.partial_outputs": ArrayAttr([IntegerAttr(j, 64) for j in partial]),
+        }
+    call = func.CallOp(symbol, arguments, [])
+    call.attributes.update(call_attributes)
+    new_ops.append(call)
     tensors = [bufferization.ToTensorOp(a.memref) for a in allocs]
     new_ops += tensors
     for op in new_ops:
@@ -331,14 +373,14 @@ def replace_kernel(kernel: KernelOp, symbol: str) -> None:
     block.erase_op(kernel)
 
 
-def lower_function(function: func.FuncOp) -> list[func.FuncOp]:
+def lower_function(function: func.FuncOp, chunked: bool = False) -> list[func.FuncOp]:
     """Outline the kernels of one function; returns the new kernel functions."""
     kernels = [op for op in function.body.walk() if isinstance(op, KernelOp)]
     outlined: list[func.FuncOp] = []
     for index, kernel in enumerate(kernels):
         symbol = kernel_symbol(function.sym_name.data, index)
-        outlined.append(build_kernel_function(kernel, symbol))
-        replace_kernel(kernel, symbol)
+        outlined.append(build_kernel_function(kernel, symbol, chunked))
+        replace_kernel(kernel, symbol, chunked)
     return outlined
 
 
@@ -356,10 +398,15 @@ class TiduLowerToLoopsPass(ModulePass):
 
     name = "tidu-lower-to-loops"
 
+    chunked: bool = False
+    """Give every kernel with a non-empty domain two trailing ``index`` arguments, the
+    ``[lo, hi)`` range of domain dimension 0 it computes, so a caller can run chunks on
+    several threads (see ``replace_kernel`` for the call's attributes)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             after: Operation = function
-            for outlined in lower_function(function):
+            for outlined in lower_function(function, self.chunked):
                 op.body.block.insert_op_after(outlined, after)
                 after = outlined
 

@@ -131,18 +131,32 @@ TANH_SMALL = 0.625  # keep in step with TANH_SMALL in passes/math_polynomials.py
 
 TABLES = [
     Table("EXP", _exp_q, lambda r: r**2 / mp.exp(r), -LN2_HALF, LN2_HALF,
-          {"f64": 10, "f32": 4}),
+          {"f64": 9, "f32": 4}),
     Table("LOG", _log_l, lambda z: z / 2, 0.0, S_MAX**2, {"f64": 6, "f32": 2}),
     Table("SIN", _sin_s, lambda z: z * mp.sqrt(z) / mp.sin(mp.sqrt(z)) if z else z,
-          0.0, PIO4**2, {"f64": 5, "f32": 3}),
+          0.0, PIO4**2, {"f64": 5, "f32": 2}),
     Table("COS", _cos_c, lambda z: z**2 / mp.cos(mp.sqrt(z)), 0.0, PIO4**2,
-          {"f64": 5, "f32": 3}),
+          {"f64": 5, "f32": 2}),
     Table("TANH", _tanh_p, lambda z: z * mp.sqrt(z) / mp.tanh(mp.sqrt(z)) if z else z,
           0.0, TANH_SMALL**2 * 1.0001, {"f64": 10, "f32": 4}),
 ]
 
 
+def splits() -> None:
+    """Constants split into a sum of format-precision pieces (each piece = RN(rest))."""
+    for name, value, parts in (("LN2", mp.log(2), 2), ("PIO2", mp.pi / 2, 3),
+                               ("TWO_OVER_PI", 2 / mp.pi, 2), ("LOG2E", 1 / mp.log(2), 1)):
+        for fmt in ("f64", "f32"):
+            rest, pieces = value, []
+            for _ in range(parts):
+                piece = round_to(rest, fmt)
+                pieces.append(piece.hex())
+                rest -= mp.mpf(piece)
+            print(f"{name}_{fmt.upper()} = _hex({', '.join(map(repr, pieces))})")
+
+
 def main() -> None:
+    splits()
     for table in TABLES:
         for fmt in ("f64", "f32"):
             coeffs, worst = fit(table, fmt)

@@ -43,14 +43,18 @@ def array_data_offset() -> int | None:
 
 
 def add_array_entry_points(module: ir.Module) -> list[str]:
-    """Add a ``.arrays`` twin for every external function whose arguments are all pointers."""
+    """Add a ``.arrays`` twin to every external function taking pointers.
+
+    Pointer arguments become array objects; other arguments (a chunk's ``lo, hi``) pass
+    through unchanged.
+    """
     pointer = ir.PointerType()
     offset = ir.Constant(ir.IntType(64), ARRAY_DATA_OFFSET)
     added = []
     for function in list(module.functions):
         if function.is_declaration or function.linkage == "internal":
             continue
-        if not all(isinstance(arg.type, ir.PointerType) for arg in function.args):
+        if not any(isinstance(arg.type, ir.PointerType) for arg in function.args):
             continue
         twin = ir.Function(module, function.function_type, name=function.name + ENTRY_SUFFIX)
         builder = ir.IRBuilder(twin.append_basic_block("entry"))
@@ -58,6 +62,8 @@ def add_array_entry_points(module: ir.Module) -> list[str]:
             builder.load(
                 builder.gep(arg, [offset], source_etype=ir.IntType(8), inbounds=True), typ=pointer
             )
+            if isinstance(arg.type, ir.PointerType)
+            else arg
             for arg in twin.args
         ]
         builder.call(function, data)

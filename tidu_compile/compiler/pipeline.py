@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 #: Bump when generated code or the artifact format changes: old disk entries become misses.
-PIPELINE_VERSION = "2"
+PIPELINE_VERSION = "3"
 
 STAGES = (
     "graph", "linear", "transposed", "tidu", "fused", "loops", "llvm", "llvm-ir", "opt-ir", "asm",
@@ -156,7 +156,7 @@ def fused_stage(module: ModuleOp) -> ModuleOp:
 
 
 def loops_stage(module: ModuleOp) -> ModuleOp:
-    return run_passes(module, "tidu-lower-to-loops")
+    return run_passes(module, "tidu-lower-to-loops{chunked=true}")
 
 
 def llvm_stage(module: ModuleOp) -> ModuleOp:

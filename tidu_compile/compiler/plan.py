@@ -25,9 +25,14 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.backend.array_entry import ENTRY_SUFFIX, array_data_offset
+from tidu_compile.compiler.parallel import run_chunked
 from tidu_compile.ops.base import TensorType
 
 __all__ = ["KernelStep", "LibraryStep", "Plan", "native_buffer"]
+
+
+def _data_pointer(array: np.ndarray) -> int:
+    return int(array.ctypes.data)
 
 
 
@@ -45,11 +50,19 @@ def native_buffer(array: Any, expected: TensorType, what: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class KernelStep:
-    """Call the native kernel ``symbol`` on buffers ``inputs``, filling ``outputs``."""
+    """Call the native kernel ``symbol`` on buffers ``inputs``, filling ``outputs``.
+
+    A chunked kernel (``extent > 0``) also takes the ``[lo, hi)`` rows of its domain's
+    dimension 0 and may run on several threads (see ``compiler.parallel``);
+    ``partial_outputs`` are the outputs it sums over that dimension.
+    """
 
     symbol: str
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    extent: int = 0
+    domain_size: int = 0
+    partial_outputs: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,7 +107,8 @@ class Plan:
                 if symbol not in addresses:
                     raise KeyError(f"plan: no native code loaded for kernel {symbol!r}")
                 arity = len(step.inputs) + len(step.outputs)
-                signature = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * arity))
+                bounds = [ctypes.c_int64] * 2 if step.extent else []
+                signature = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * arity), *bounds)
                 functions[step.symbol] = signature(addresses[symbol])
         return BoundPlan(self, functions, by_object)
 
@@ -118,7 +132,7 @@ class BoundPlan:
             specs = [(plan.types[o].shape, self._dtypes[o]) for o in step.outputs]
             runner = functions[step.symbol] if isinstance(step, KernelStep) else step.op
             self._steps.append((runner, step.inputs, step.outputs, specs))
-        self._kernel_flags = [isinstance(step, KernelStep) for step in plan.steps]
+        self._kernel_steps = [s if isinstance(s, KernelStep) else None for s in plan.steps]
 
     def run(self, args: Sequence[Any], check: bool = True) -> list[np.ndarray | None]:
         plan = self.plan
@@ -130,18 +144,22 @@ class BoundPlan:
                 buffers[i] = native_buffer(arg, plan.types[i], f"argument {i}")
             elif not (arg.flags.c_contiguous and arg.flags.aligned and arg.dtype.isnative):
                 buffers[i] = np.ascontiguousarray(arg, dtype=self._dtypes[i].newbyteorder("="))
-        for is_kernel, (runner, inputs, outputs, specs) in zip(
-            self._kernel_flags, self._steps, strict=True
+        to_argument = id if self._by_object else _data_pointer
+        for kernel, (runner, inputs, outputs, specs) in zip(
+            self._kernel_steps, self._steps, strict=True
         ):
-            if is_kernel:
+            if kernel is not None:
                 results = [np.empty(shape, dtype) for shape, dtype in specs]
                 for index, array in zip(outputs, results, strict=True):
                     buffers[index] = array
-                arrays = [buffers[i] for i in inputs] + results
-                if self._by_object:
-                    runner(*map(id, arrays))
+                arrays = [buffers[i] for i in inputs]
+                if kernel.extent:
+                    run_chunked(
+                        runner, arrays, results, kernel.partial_outputs, kernel.extent,
+                        kernel.domain_size, to_argument,
+                    )  # fmt: skip
                 else:
-                    runner(*(a.ctypes.data for a in arrays))
+                    runner(*map(to_argument, arrays), *map(to_argument, results))
             else:
                 values = runner.evaluate(*(buffers[i] for i in inputs))
                 for index, value, (shape, dtype) in zip(outputs, values, specs, strict=True):

@@ -5,6 +5,7 @@ After ``tidu-lower-to-loops`` the node function is a straight-line sequence of::
     %m  = bufferization.to_buffer %t        -> alias of a buffer
     %p  = builtin.unrealized_conversion_cast -> alias (complex memref viewed as (re, im) pairs)
     %o  = memref.alloc()                     -> a fresh output buffer
+    %lo = arith.constant 0 : index           -> (a chunked kernel's range: see its call)
     func.call @node_k0(%m, ..., %o)          -> KernelStep (allocated buffers are outputs)
     %t2 = bufferization.to_tensor %o         -> alias of a buffer
     %r  = tidu.<op> %a, %b                   -> LibraryStep (numpy between kernels)
@@ -15,8 +16,15 @@ Anything else in ``@node`` is an error naming the op: nothing falls through.
 
 from __future__ import annotations
 
-from xdsl.dialects import bufferization, func, memref
-from xdsl.dialects.builtin import MemRefType, ModuleOp, UnrealizedConversionCastOp
+from xdsl.dialects import arith, bufferization, func, memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    UnrealizedConversionCastOp,
+)
 from xdsl.ir import Operation, SSAValue
 
 from tidu_compile.compiler.plan import KernelStep, LibraryStep, Plan
@@ -55,6 +63,18 @@ def _memref_type(value: SSAValue) -> TensorType:
     raise TypeError(f"stage loops: memref element type {t.element_type} has no numpy dtype")
 
 
+def _int_attribute(op: Operation, name: str) -> int:
+    attribute = op.attributes.get(name)
+    return attribute.value.data if isinstance(attribute, IntegerAttr) else 0
+
+
+def _int_list_attribute(op: Operation, name: str) -> list[int]:
+    attribute = op.attributes.get(name)
+    if not isinstance(attribute, ArrayAttr):
+        return []
+    return [a.value.data for a in attribute.data if isinstance(a, IntegerAttr)]
+
+
 def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
     """The plan of a module in ``loops`` form, for ``program``."""
     function = node_function(module)
@@ -78,12 +98,23 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
             index = new_buffer(_memref_type(op.results[0]))
             buffer_of[op.results[0]] = index
             fresh.add(index)
+        elif isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
+            continue  # the [lo, hi) range of a chunked kernel call, read off its attributes
         elif isinstance(op, func.CallOp):
-            buffers = [buffer_of[a] for a in op.arguments]
+            buffers = [buffer_of[a] for a in op.arguments if not isinstance(a.type, IndexType)]
             outputs = tuple(b for b in buffers if b in fresh)
             inputs = tuple(b for b in buffers if b not in fresh)
             fresh.difference_update(outputs)
-            steps.append(KernelStep(op.callee.string_value(), inputs, outputs))
+            steps.append(
+                KernelStep(
+                    op.callee.string_value(),
+                    inputs,
+                    outputs,
+                    _int_attribute(op, "tidu.chunk_extent"),
+                    _int_attribute(op, "tidu.domain_size"),
+                    tuple(_int_list_attribute(op, "tidu.partial_outputs")),
+                )
+            )
         elif isinstance(op, func.ReturnOp):
             returned = [buffer_of[v] for v in op.operands]
         elif op.dialect_name() == "tidu":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import sys
 import tempfile
 import time
@@ -29,7 +30,7 @@ from tidu_compile.tools.bench.report import (
     print_report,
     ratio,
 )
-from tidu_compile.tools.bench.timing import Policy, Timing, measure
+from tidu_compile.tools.bench.timing import Policy, measure
 from tidu_compile.tools.bench.workloads import (
     COMPOSITE_UNAVAILABLE,
     Workload,
@@ -78,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="exactly N timed runs per measurement (default: adaptive)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--no-peers", action="store_true", help="skip torch and jax")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the inputs")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
 
 
 def _policy(args: argparse.Namespace) -> Policy:
@@ -107,6 +108,14 @@ def _grad_check(workload: Workload, grads: Sequence[Any], reference: Sequence[An
 def _first_line(error: BaseException) -> str:
     text = (str(error).strip().splitlines() or [""])[0]
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _load_average() -> float | None:
+    """The 1-minute load average (other processes compete for the cores), or None."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def _measure_numpy(workload: Workload, arrays: Sequence[Any], policy: Policy) -> dict:
@@ -156,6 +165,7 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
     total = 1 + len(problems) + 2 * len(runnable) + len(active_peers) * len(problems)
     progress = Progress(total, progress_stream)
 
+    load_start = _load_average()
     progress.step("tidu process warm-up")
     warmup_seconds = process_warmup()
     numpy_runs: dict[str, dict[str, Any]] = {}
@@ -225,13 +235,15 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
             **{p: ratio(row["tidu"], (row.get(p) or {}).get("timing")) for p in PEERS},
         }
     infos = {p: s.get("info") or {} for p, s in peer_status.items()}
+    machine = machine_info(infos)
+    machine["load_average"] = {"start": load_start, "end": _load_average()}
     return {
         "version": 1,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "options": {"quick": args.quick, "workload": args.workload, "repeat": args.repeat,
                     "no_peers": args.no_peers, "seed": args.seed,
                     "policy": policy.to_json()},  # fmt: skip
-        "machine": machine_info(infos),
+        "machine": machine,
         "peers": peer_status,
         "process_warmup_seconds": warmup_seconds,
         "composite_recording_available": composite,

@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-
 from tidu_compile.tools.bench.timing import Policy, measure
 from tidu_compile.tools.bench.workloads import (
     Workload,

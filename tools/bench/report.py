@@ -133,6 +133,9 @@ def _machine_line(machine: Mapping[str, Any]) -> str:
     else:
         parts.append("torch not installed")
     parts.append(f"jax {machine['jax']}" if machine.get("jax") else "jax not installed")
+    load = machine.get("load_average") or {}
+    if load.get("start") is not None:
+        parts.append(f"load average {load['start']} -> {load.get('end')}")
     env = machine.get("env") or {}
     if env:
         parts.append(" ".join(f"{k}={v}" for k, v in env.items()))

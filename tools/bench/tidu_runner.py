@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from tidu_compile.tools.bench.timing import Policy, measure
 from tidu_compile.tools.bench.workloads import Workload, find_workload
 

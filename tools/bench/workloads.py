@@ -273,7 +273,8 @@ def make_w3(
         shapes = [(batch, features), (features, hidden), (hidden,), (hidden, outputs),
                   (outputs,), (batch, outputs)]  # fmt: skip
         scales = [1.0, features**-0.5, 0.1, hidden**-0.5, 0.1, 1.0]
-        return [(rng.standard_normal(s) * c).astype(np_dtype) for s, c in zip(shapes, scales)]
+        return [(rng.standard_normal(s) * c).astype(np_dtype)
+                for s, c in zip(shapes, scales, strict=True)]  # fmt: skip
 
     def tidu_loss(x: Any, w1: Any, b1: Any, w2: Any, b2: Any, y: Any) -> Any:
         import tidu_compile as tc

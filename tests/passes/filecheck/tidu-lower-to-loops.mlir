@@ -1,4 +1,5 @@
 // RUN: tidu-lower-to-loops --split-input-file --verify-errors
+// RUN: tidu-lower-to-loops{chunked=true} --split-input-file --verify-errors --check-prefix=CHUNK
 
 // A row broadcast, a plain result, a column sum and a full sum in one nest.
 // CHECK-LABEL: func.func @node(%x: tensor<4x8xf64>, %v: tensor<8xf64>)
@@ -230,4 +231,34 @@ func.func @complex(%z: tensor<4xcomplex<f32>>, %x: tensor<4xf32>) -> (tensor<4xc
     tidu.yield %m, %m : complex<f32>, complex<f32>
   } : tensor<4xcomplex<f32>>, tensor<complex<f32>>
   func.return %r, %s : tensor<4xcomplex<f32>>, tensor<complex<f32>>
+}
+
+// -----
+
+// Chunked: the kernel takes rows [lo, hi) of domain dim 0. A result indexed by dim 0
+// (a row sum) is zeroed only on the chunk's rows; a result summed over dim 0 (a column
+// sum) is a private partial buffer of the chunk, zeroed whole, and listed in
+// tidu.partial_outputs of the call.
+// CHUNK-LABEL: func.func @rows(%x: tensor<6x5xf64>)
+// CHUNK:         %[[LO:.*]] = arith.constant 0 : index
+// CHUNK-NEXT:    %[[HI:.*]] = arith.constant 6 : index
+// CHUNK-NEXT:    func.call @rows_k0(%0, %1, %2, %[[LO]], %[[HI]]) {tidu.chunk_extent = 6 : i64, tidu.domain_size = 30 : i64, tidu.partial_outputs = [1 : i64]}
+// CHUNK-LABEL: func.func @rows_k0(%in0: memref<6x5xf64> {llvm.noalias}, %out0: memref<6xf64> {llvm.noalias}, %out1: memref<5xf64> {llvm.noalias}, %lo: index, %hi: index)
+// CHUNK:         scf.for %i0 = %lo to %hi step %c1 {
+// CHUNK-NEXT:      %[[Z:.*]] = arith.constant 0.000000e+00 : f64
+// CHUNK-NEXT:      memref.store %[[Z]], %out0[%i0] : memref<6xf64>
+// CHUNK-NEXT:    }
+// CHUNK-NEXT:    scf.for %i0_1 = %c0 to %c5 step %c1 {
+// CHUNK-NEXT:      %[[Z2:.*]] = arith.constant 0.000000e+00 : f64
+// CHUNK-NEXT:      memref.store %[[Z2]], %out1[%i0_1] : memref<5xf64>
+// CHUNK-NEXT:    }
+// CHUNK-NEXT:    scf.for %[[I:.*]] = %lo to %hi step %c1 {
+// CHUNK-NEXT:      scf.for %[[J:.*]] = %c0 to %c5 step %c1 {
+func.func @rows(%x: tensor<6x5xf64>) -> (tensor<6xf64>, tensor<5xf64>) {
+  %r, %c = tidu.kernel ins(%x : tensor<6x5xf64>) domain [6, 5] maps [[0, 1]] -> [[0], [1]] {
+  ^bb0(%a: f64):
+    %e = tidu.exp %a : f64
+    tidu.yield %e, %e : f64, f64
+  } : tensor<6xf64>, tensor<5xf64>
+  func.return %r, %c : tensor<6xf64>, tensor<5xf64>
 }

@@ -1,0 +1,88 @@
+"""Running a chunked kernel on several threads.
+
+A chunked kernel computes rows ``[lo, hi)`` of its domain's dimension 0. Large kernels
+(``domain_size >= PARALLEL_THRESHOLD``) are split into one chunk per thread: the calling
+thread runs one, a small process-wide pool runs the others (ctypes releases the GIL
+during the native call). Outputs that the kernel sums over dimension 0 are private per
+chunk and added up afterwards; every other output is shared (chunks write disjoint rows).
+
+``TIDU_COMPILE_THREADS`` sets the thread count (default: the CPUs this process may use,
+at most 8); 1 turns threading off.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PARALLEL_THRESHOLD", "run_chunked", "thread_count"]
+
+#: Domain size (elements) from which a kernel runs on several threads.
+PARALLEL_THRESHOLD = 1 << 16
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def thread_count() -> int:
+    configured = os.environ.get("TIDU_COMPILE_THREADS")
+    if configured:
+        try:
+            return max(1, int(configured))
+        except ValueError:
+            raise ValueError(
+                f"TIDU_COMPILE_THREADS must be a positive integer, got {configured!r}"
+            ) from None
+    return max(1, min(8, len(os.sched_getaffinity(0))))
+
+
+def _get_pool(workers: int) -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < workers:  # noqa: SLF001 - grow only
+            _pool = ThreadPoolExecutor(workers, thread_name_prefix="tidu-kernel")
+        return _pool
+
+
+def run_chunked(
+    call: Callable[..., Any],
+    inputs: Sequence[Any],
+    outputs: list[np.ndarray],
+    partial: Sequence[int],
+    extent: int,
+    domain_size: int,
+    to_argument: Callable[[Any], int],
+) -> None:
+    """Run ``call(*inputs, *outputs, lo, hi)`` over ``[0, extent)``, in parallel if large.
+
+    ``outputs[j]`` for ``j in partial`` are summed over the chunks' private copies.
+    """
+    threads = min(thread_count(), extent) if domain_size >= PARALLEL_THRESHOLD else 1
+    in_args = [to_argument(a) for a in inputs]
+    if threads <= 1:
+        call(*in_args, *(to_argument(o) for o in outputs), 0, extent)
+        return
+    bounds = np.linspace(0, extent, threads + 1).astype(int)
+    chunk_outputs = [outputs]
+    for _ in range(threads - 1):
+        chunk_outputs.append(
+            [np.empty_like(o) if j in partial else o for j, o in enumerate(outputs)]
+        )
+
+    def run(index: int) -> None:
+        out_args = [to_argument(o) for o in chunk_outputs[index]]
+        call(*in_args, *out_args, int(bounds[index]), int(bounds[index + 1]))
+
+    pool = _get_pool(threads - 1)
+    futures = [pool.submit(run, i) for i in range(1, threads)]
+    run(0)
+    for future in futures:
+        future.result()
+    for j in partial:
+        for copy in chunk_outputs[1:]:
+            np.add(outputs[j], copy[j], out=outputs[j])
