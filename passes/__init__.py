@@ -21,6 +21,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "convert-math-to-llvm": ("convert_math_to_llvm", "ConvertMathToLLVMPass"),
     "convert-ptr-to-llvm-fast": ("convert_ptr_to_llvm_fast", "ConvertPtrToLLVMFastPass"),
     "convert-ptradd-to-gep": ("convert_ptradd_to_gep", "ConvertPtrAddToGEPPass"),
+    "expand-math-polynomials": ("expand_math_polynomials", "ExpandMathPolynomialsPass"),
     "tidu-fuse-elementwise": ("tidu_fuse_elementwise", "TiduFuseElementwisePass"),
     "tidu-lower-to-loops": ("tidu_lower_to_loops", "TiduLowerToLoopsPass"),
 }

@@ -18,6 +18,7 @@ it can be printed, compiled, or linearized again (higher order).
 from __future__ import annotations
 
 import enum
+import functools
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
@@ -203,6 +204,11 @@ class LinearizedGraph:
     graph: Graph
     tangent_inputs: tuple[tuple[Hashable, int], ...]
     tangent_outputs: tuple[int | None, ...]
+
+    @functools.cached_property
+    def primitive_graph(self) -> PrimitiveGraph:
+        """``PrimitiveGraph(self.graph)``, made once (``backward`` asks for it per node)."""
+        return PrimitiveGraph(self.graph)
 
 
 def _checked_rule_result(

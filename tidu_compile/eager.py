@@ -306,7 +306,7 @@ def backward(
         if not slots:
             continue
         linear = executor.linearize_recorded_graph(node.graph, slots, ctx)
-        forward = executor.execute_forward(PrimitiveGraph(linear.graph), node.saved_values)
+        forward = executor.execute_forward(linear.primitive_graph, node.saved_values)
         results = executor.run_transposed_linear(
             linear, [incoming[s] for s in slots], forward, ctx
         )

@@ -9,6 +9,7 @@ version and options, llvmlite's version, the target triple, CPU name and feature
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -16,7 +17,7 @@ import tempfile
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
@@ -47,28 +48,35 @@ def cache_key(*parts: str) -> str:
 
 
 class MemoryCache:
-    """A thread-safe LRU bounded by entry count."""
+    """A thread-safe LRU bounded by entry count; ``on_evict(key, value)`` hears evictions."""
 
-    def __init__(self, max_entries: int = 512) -> None:
+    def __init__(
+        self, max_entries: int = 512, on_evict: Callable[[Hashable, Any], None] | None = None
+    ) -> None:
         if max_entries < 1:
             raise ValueError(f"max_entries: must be >= 1, got {max_entries}")
         self.max_entries = max_entries
+        self.on_evict = on_evict
         self._entries: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> Any | None:
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
+        value = self._entries.get(key)  # lock-free: single dict operations are atomic
+        if value is not None:
+            with contextlib.suppress(KeyError):  # evicted meanwhile: still a valid hit
                 self._entries.move_to_end(key)
-            return value
+        return value
 
     def put(self, key: Hashable, value: Any) -> None:
+        evicted = []
         with self._lock:
             self._entries[key] = value
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+                evicted.append(self._entries.popitem(last=False))
+        if self.on_evict is not None:
+            for old_key, old_value in evicted:
+                self.on_evict(old_key, old_value)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -126,50 +126,111 @@ class BoundPlan:
     def __init__(self, plan: Plan, functions: dict[str, Any], by_object: bool) -> None:
         self.plan = plan
         self._by_object = by_object
+        self._to_argument = id if by_object else _data_pointer
         self._dtypes = [np.dtype(t.dtype) for t in plan.types]
-        self._steps: list[tuple[Any, tuple[int, ...], tuple[int, ...], list[Any]]] = []
+        self._arg_dtypes = [
+            d if d.isnative else d.newbyteorder("=") for d in self._dtypes[: plan.arg_count]
+        ]
+        self._padding = [None] * (len(plan.types) - plan.arg_count)
+        # One tuple per step: (kernel step or None, runner, inputs, outputs, output specs).
+        self._steps: list[tuple[KernelStep | None, Any, tuple[int, ...], tuple[int, ...], Any]]
+        self._steps = []
         for step in plan.steps:
             specs = [(plan.types[o].shape, self._dtypes[o]) for o in step.outputs]
-            runner = functions[step.symbol] if isinstance(step, KernelStep) else step.op
-            self._steps.append((runner, step.inputs, step.outputs, specs))
-        self._kernel_steps = [s if isinstance(s, KernelStep) else None for s in plan.steps]
+            if isinstance(step, KernelStep):
+                self._steps.append((step, functions[step.symbol], step.inputs, step.outputs, specs))
+            else:
+                self._steps.append((None, step.op, step.inputs, step.outputs, specs))
+        self._single = self._single_kernel_form()
+        self._arg_layouts = [
+            (t.shape, np.empty(t.shape, self._dtypes[i]).strides, self._arg_dtypes[i])
+            for i, t in enumerate(plan.types[: plan.arg_count])
+        ]
+
+    def _single_kernel_form(self) -> tuple[Any, ...] | None:
+        """For the common one-kernel plan: what ``run_matching`` needs, else None."""
+        if len(self._steps) != 1 or self._steps[0][0] is None or self._steps[0][0].extent:
+            return None
+        _, runner, inputs, outputs, specs = self._steps[0]
+        first_output = self.plan.arg_count
+        if list(outputs) != list(range(first_output, first_output + len(outputs))):
+            return None
+        return runner, inputs, specs
+
+    def matches(self, args: Sequence[Any]) -> bool:
+        """Whether ``args`` are exactly the plan's argument types, C-contiguous and native."""
+        if len(args) != len(self._arg_layouts):
+            return False
+        for arg, (shape, strides, dtype) in zip(args, self._arg_layouts):  # noqa: B905
+            if (
+                arg.shape != shape
+                or arg.strides != strides
+                or arg.dtype != dtype
+                or not arg.flags.aligned
+            ):
+                return False
+        return True
+
+    def run_matching(self, args: Sequence[Any]) -> list[np.ndarray | None]:
+        """``run`` for arguments that passed ``matches``: the lean per-node path."""
+        if self._single is None:
+            return self.run(args, check=False)
+        runner, inputs, specs = self._single
+        results = []
+        for shape, dtype in specs:
+            results.append(np.empty(shape, dtype))
+        to_argument = self._to_argument
+        pointers = []
+        for index in inputs:
+            pointers.append(to_argument(args[index]))
+        for array in results:
+            pointers.append(to_argument(array))
+        runner(*pointers)
+        buffers = [*args, *results]
+        return [None if r is None else buffers[r] for r in self.plan.results]
 
     def run(self, args: Sequence[Any], check: bool = True) -> list[np.ndarray | None]:
         plan = self.plan
         if len(args) != plan.arg_count:
             raise ValueError(f"plan: expected {plan.arg_count} arguments, got {len(args)}")
-        buffers: list[Any] = [*args, *([None] * (len(plan.types) - len(args)))]
+        buffers: list[Any] = list(args)
         for i, arg in enumerate(args):
             if check:
                 buffers[i] = native_buffer(arg, plan.types[i], f"argument {i}")
-            elif not (arg.flags.c_contiguous and arg.flags.aligned and arg.dtype.isnative):
-                buffers[i] = np.ascontiguousarray(arg, dtype=self._dtypes[i].newbyteorder("="))
-        to_argument = id if self._by_object else _data_pointer
-        for kernel, (runner, inputs, outputs, specs) in zip(
-            self._kernel_steps, self._steps, strict=True
-        ):
+                continue
+            flags = arg.flags
+            if not (flags.c_contiguous and flags.aligned and arg.dtype.isnative):
+                buffers[i] = np.ascontiguousarray(arg, dtype=self._arg_dtypes[i])
+        buffers += self._padding
+        to_argument = self._to_argument
+        for kernel, runner, inputs, outputs, specs in self._steps:
             if kernel is not None:
                 results = [np.empty(shape, dtype) for shape, dtype in specs]
                 for index, array in zip(outputs, results, strict=True):
                     buffers[index] = array
-                arrays = [buffers[i] for i in inputs]
                 if kernel.extent:
                     run_chunked(
-                        runner, arrays, results, kernel.partial_outputs, kernel.extent,
-                        kernel.domain_size, to_argument,
+                        runner, [buffers[i] for i in inputs], results, kernel.partial_outputs,
+                        kernel.extent, kernel.domain_size, to_argument,
                     )  # fmt: skip
                 else:
-                    runner(*map(to_argument, arrays), *map(to_argument, results))
+                    runner(*[to_argument(buffers[i]) for i in inputs], *map(to_argument, results))
             else:
-                values = runner.evaluate(*(buffers[i] for i in inputs))
-                for index, value, (shape, dtype) in zip(outputs, values, specs, strict=True):
-                    value = np.asarray(value)
-                    if value.shape != shape or value.dtype != dtype:
-                        raise TypeError(
-                            f"library call {runner!r} returned {value.shape} {value.dtype}, "
-                            f"the plan expects {shape} {dtype}"
-                        )
-                    if not value.flags.c_contiguous or not value.flags.aligned:
-                        value = np.ascontiguousarray(value)
-                    buffers[index] = value
+                self._run_library(runner, inputs, outputs, specs, buffers)
         return [None if r is None else buffers[r] for r in plan.results]
+
+    @staticmethod
+    def _run_library(
+        op: Any, inputs: tuple[int, ...], outputs: tuple[int, ...], specs: Any, buffers: list[Any]
+    ) -> None:
+        values = op.evaluate(*(buffers[i] for i in inputs))
+        for index, value, (shape, dtype) in zip(outputs, values, specs, strict=True):
+            value = np.asarray(value)
+            if value.shape != shape or value.dtype != dtype:
+                raise TypeError(
+                    f"library call {op!r} returned {value.shape} {value.dtype}, "
+                    f"the plan expects {shape} {dtype}"
+                )
+            if not value.flags.c_contiguous or not value.flags.aligned:
+                value = np.ascontiguousarray(value)
+            buffers[index] = value

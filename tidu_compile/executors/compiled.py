@@ -63,7 +63,7 @@ class ExecutorStats:
         )
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: a key of the plan LRU
 class _NodeEntry:
     """A memoized linearization of one node structure."""
 
@@ -73,6 +73,8 @@ class _NodeEntry:
     key: Hashable
     saved_order: tuple[ValueKey, ...]
     all_present: bool  # every active output slot has a tangent (the usual case)
+    plans: dict[Hashable, Any] = field(default_factory=dict)  # signature -> plan (fast index)
+    last: Any = None  # the plan used last: tried first, its argument check is the cache key
 
 
 @dataclass(frozen=True)
@@ -106,11 +108,12 @@ class CompiledExecutor(BackwardExecutor):
         self.disk = (
             None if cache_dir is False else DiskCache(cache_dir or default_cache_dir())
         )
-        self.memory = MemoryCache(memory_entries)
+        self.memory = MemoryCache(memory_entries, self._forget_plan)
         self.forbid_compile = forbid_compile
         self.stats = ExecutorStats()
-        self._linearizations = MemoryCache(memory_entries)
+        self._linearizations = MemoryCache(memory_entries, self._forget_linearization)
         self._entries_by_linear: dict[int, _NodeEntry] = {}
+        self._entries_by_graph: dict[tuple[int, tuple[int, ...]], _NodeEntry] = {}
         self._lock = threading.RLock()
         self._reference = ReferenceExecutor()
 
@@ -119,7 +122,11 @@ class CompiledExecutor(BackwardExecutor):
     def linearize_recorded_graph(
         self, graph: RecordedGraph, output_slots: Sequence[int], ctx: Any
     ) -> LinearizedGraph:
-        key = (graph.input_keys, graph.output_keys, tuple(output_slots))
+        slots = tuple(output_slots)
+        entry = self._entries_by_graph.get((id(graph), slots))  # same graph object: fast path
+        if entry is not None and entry.recorded is graph:
+            return entry.linear
+        key = (graph.input_keys, graph.output_keys, slots)  # structure: any equal graph
         entry = self._linearizations.get(key)
         if entry is None:
             with self._lock:
@@ -134,9 +141,11 @@ class CompiledExecutor(BackwardExecutor):
                         graph.input_keys + graph.output_keys,
                         all(t is not None for t in linear.tangent_outputs),
                     )
-                    self._linearizations.put(key, entry)
-                    self._forget_evicted_linearizations()
                     self._entries_by_linear[id(linear)] = entry
+                    self._linearizations.put(key, entry)
+        if len(self._entries_by_graph) > 4 * self._linearizations.max_entries:
+            self._entries_by_graph.clear()  # graph objects come and go: keep the index bounded
+        self._entries_by_graph[(id(graph), slots)] = entry
         return entry.linear
 
     def execute_forward(
@@ -167,6 +176,17 @@ class CompiledExecutor(BackwardExecutor):
                   if t is not None]  # fmt: skip
         )
         saved = [external_data.get(k) for k in entry.saved_order]
+        last = entry.last
+        if last is not None:  # the usual case: same types as last time
+            try:
+                args = [seeds[i] if is_seed else saved[i] for is_seed, i in last.arg_sources]
+                if last.plan.matches(args):
+                    self.stats.memory_hits += 1
+                    if last.fallbacks:
+                        self.stats.fallbacks += last.fallbacks
+                    return last.plan.run_matching(args)
+            except AttributeError:  # not arrays: a user's own operand type
+                pass
         try:  # the cache key: shapes and dtypes of every argument
             signature = (
                 tuple([(s.shape, s.dtype) for s in seeds]),
@@ -174,13 +194,14 @@ class CompiledExecutor(BackwardExecutor):
             )
         except AttributeError:  # not arrays: a user's own operand type
             return self._run_reference(linear, cotangent_out, external_data, ctx)
-        compiled = self.memory.get((entry.key, signature))
+        compiled = entry.plans.get(signature)
         if compiled is None:
             compiled = self._compile(entry, signature, seeds, saved)
         elif compiled is not _REFERENCE_ONLY:
             self.stats.memory_hits += 1
         if compiled is _REFERENCE_ONLY:
             return self._run_reference(linear, cotangent_out, external_data, ctx)
+        entry.last = compiled
         args = [seeds[i] if is_seed else saved[i] for is_seed, i in compiled.arg_sources]
         if compiled.fallbacks:
             self.stats.fallbacks += compiled.fallbacks
@@ -196,7 +217,7 @@ class CompiledExecutor(BackwardExecutor):
     ) -> Any:
         """A ``_Compiled`` plan, or ``_REFERENCE_ONLY`` when the node cannot be compiled."""
         with self._lock:  # single flight: one compile per key, others wait and hit
-            cached = self.memory.get((entry.key, signature))
+            cached = entry.plans.get(signature)
             if cached is not None:
                 if cached is not _REFERENCE_ONLY:
                     self.stats.memory_hits += 1
@@ -221,7 +242,8 @@ class CompiledExecutor(BackwardExecutor):
                     stacklevel=5,
                 )
                 compiled = _REFERENCE_ONLY
-            self.memory.put((entry.key, signature), compiled)
+            entry.plans[signature] = compiled
+            self.memory.put((entry, signature), compiled)
             return compiled
 
     def _compile_locked(
@@ -271,8 +293,14 @@ class CompiledExecutor(BackwardExecutor):
         residuals = self._reference.execute_forward(PrimitiveGraph(linear.graph), external_data)
         return self._reference.run_transposed_linear(linear, cotangent_out, residuals, ctx)
 
-    def _forget_evicted_linearizations(self) -> None:
-        live = {id(e.linear) for e in self._linearizations._entries.values()}
-        for stale in [k for k in self._entries_by_linear if k not in live]:
-            del self._entries_by_linear[stale]
+    def _forget_plan(self, key: Hashable, plan: Any) -> None:
+        entry, signature = key  # type: ignore[misc]
+        entry.plans.pop(signature, None)
+        if entry.last is plan:
+            entry.last = None
+
+    def _forget_linearization(self, key: Hashable, entry: _NodeEntry) -> None:
+        self._entries_by_linear.pop(id(entry.linear), None)
+        for graph_key in [k for k, e in self._entries_by_graph.items() if e is entry]:
+            del self._entries_by_graph[graph_key]
 
