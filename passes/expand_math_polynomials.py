@@ -92,12 +92,10 @@ def _exp_core(e: Emitter, x: Value) -> tuple[Value, Value, Value]:
     fmt = e.fmt
     n, n_int = e.round_to_int(x, e.f(fmt.log2e))
     r_hi = e.fma(n, e.f(-fmt.ln2[0]), x)  # exact: see the module docstring
-    r_lo = e.mul_exact_round(n, e.f(-fmt.ln2[1]))
-    r, r_err = e.fast_two_sum(r_hi, r_lo)
+    r = e.fma(n, e.f(-fmt.ln2[1]), r_hi)
     s, s_err = e.fast_two_sum(e.f(1.0), r)  # 1 + r exactly, |r| < 1
     r2 = e.mul(r, r)
-    small = e.add(s_err, e.fma(r_err, r, r_err))  # error of 1 + r, and lo * (1 + r)
-    return s, e.fma(r2, e.poly(r, fmt.exp_q), small), n_int
+    return s, e.fma(r2, e.poly(r, fmt.exp_q), s_err), n_int
 
 
 def emit_exp(e: Emitter, x: Value) -> Value:
@@ -145,27 +143,29 @@ def emit_log(e: Emitter, x: Value) -> Value:
 def emit_tanh(e: Emitter, x: Value) -> Value:
     fmt = e.fmt
     a = e.abs(x)
-    z = e.mul(a, a)
-    small = e.fma(e.mul(a, z), e.poly(z, fmt.tanh_p), a)
     big = e.f(fmt.tanh_big)
     a_big = e.select(e.cmp("ogt", a, big), big, a)  # NaN is kept
-    # large = 1 - 2/(E + 1), E = exp(2a) = (p + p_err) 2^n, carrying the rounding
-    # errors of p, of E + 1, of the quotient and of 1 - d as corrections.
-    s, tail, n = _exp_core(e, e.add(a_big, a_big))
-    p = e.add(s, tail)
-    scale = e.pow2(n)  # E < e^(2 tanh_big): no overflow
-    p_err = e.mul(e.add(e.sub(s, p), tail), scale)
+    y = e.add(a_big, a_big)
+    n, n_int = e.round_to_int(y, e.f(fmt.log2e))
+    r_hi = e.fma(n, e.f(-fmt.ln2[0]), y)
+    r = e.fma(n, e.f(-fmt.ln2[1]), r_hi)
+    u = e.mul(e.mul(r, r), e.poly(r, fmt.exp_q))
+    scale = e.pow2(n_int)
     one, two = e.f(1.0), e.f(2.0)
-    exp2a = e.mul(p, scale)
-    den = e.add(exp2a, one)
-    den_err = e.add(e.add(e.sub(exp2a, den), one), p_err)
-    d = e.div(two, den)
-    rem = e.fma(e.neg(d), den, two)  # 2 - d den, exact
-    d_err = e.mul(e.fma(e.neg(d), den_err, rem), e.mul(d, e.f(0.5)))
-    t = e.sub(one, d)
-    t_err = e.sub(e.sub(one, t), d)
-    large = e.add(t, e.sub(t_err, d_err))
-    magnitude = e.select(e.cmp("olt", a, e.f(TANH_SMALL)), small, large)
+    # t = expm1(2a) = (2^n - 1) + 2^n r + 2^n u = t_hi + t_lo (products exact,
+    # |2^n - 1| >= |2^n r| unless both are 0, |t1| >= |2^n u|).
+    t1, t1_err = e.fast_two_sum(e.sub(scale, one), e.mul(scale, r))
+    t_hi, t2_err = e.fast_two_sum(t1, e.mul(scale, u))
+    t_lo = e.add(t1_err, t2_err)
+    # den = t + 2 = den_hi + den_lo
+    den_hi, den_err = e.two_sum(t_hi, two)
+    den_lo = e.add(den_err, t_lo)
+    # q = t / den: q0 = t_hi * RN(1/den_hi), then one correction step with the
+    # exact residual t_hi - q0 den_hi and the low parts.
+    rcp = e.div(one, den_hi)
+    q0 = e.mul(t_hi, rcp)
+    resid = e.add(e.fma(e.neg(q0), den_hi, t_hi), t_lo)
+    magnitude = e.fma(e.fma(e.neg(q0), den_lo, resid), rcp, q0)
     sign = e.iand(e.bits(x), e.i(fmt.sign_mask))
     return e.from_bits(e.ior(e.bits(magnitude), sign))
 
@@ -185,22 +185,19 @@ def _sin_cos(e: Emitter, x: Value, cos: bool) -> Value:
     r1 = e.fma(q, e.f(-p1), x)  # exact: P1 has the full precision, |r1| < 2
     t = e.mul_exact_round(q, e.f(p2))
     t_err = e.fma(q, e.f(p2), e.neg(t))  # q*P2 = t + t_err exactly
-    s, s_err = e.two_sum(r1, e.neg(t))
-    lo = e.fma(q, e.f(-p3), e.sub(s_err, t_err))
-    hi, lo = e.fast_two_sum(s, lo)
+    # Exact although |r1| may be below |t|: r1 is a multiple of ulp(t).
+    hi, s_err = e.fast_two_sum(r1, e.neg(t))
+    lo = e.fma(q, e.f(-p3), e.sub(s_err, t_err))  # |lo| << |hi|, not normalized
     z = e.mul(hi, hi)
-    half = e.f(0.5)
-    hz = e.mul(z, half)
-    # sin(hi + lo) = hi + hi z S(z) + lo (1 - z/2)
-    lo_sin = e.fma(e.neg(hz), lo, lo)
-    sin_r = e.add(hi, e.fma(e.mul(hi, z), e.poly(z, fmt.sin_s), lo_sin))
-    # cos(hi + lo) = (1 - z/2) + z^2 C(z) - hi lo, with the rounding errors of
-    # z = hi^2 (z_err) and of w = 1 - z/2 (w_err) added back.
+    # w = 1 - hi^2/2 rounded once, w_err its rounding error (1 - w is exact).
+    minus_half_hi = e.mul(hi, e.f(-0.5))
     one = e.f(1.0)
-    w = e.sub(one, hz)
-    w_err = e.sub(e.sub(one, w), hz)
-    z_err = e.fma(hi, hi, e.neg(z))
-    lo_cos = e.sub(w_err, e.fma(z_err, half, e.mul(hi, lo)))
+    w = e.fma(minus_half_hi, hi, one)
+    w_err = e.fma(minus_half_hi, hi, e.sub(one, w))
+    # sin(hi + lo) = hi + hi z S(z) + lo (1 - z/2)
+    sin_r = e.add(hi, e.fma(e.mul(hi, z), e.poly(z, fmt.sin_s), e.mul(lo, w)))
+    # cos(hi + lo) = w + w_err + z^2 C(z) - hi lo
+    lo_cos = e.fma(e.neg(hi), lo, w_err)
     cos_r = e.add(w, e.fma(e.mul(z, z), e.poly(z, fmt.cos_c), lo_cos))
     # Quadrant: cos(x) = sin(x + pi/2) is quadrant q + 1.
     odd = e.icmp("ne", e.iand(q_int, e.i(1)), e.i(0))

@@ -17,7 +17,6 @@ need type information at build time.
 from __future__ import annotations
 
 import math
-import string
 from dataclasses import dataclass
 
 import numpy as np
@@ -251,22 +250,25 @@ class DotGeneral(TensorOp):
         self.check_dtype(lhs, DIFFERENTIABLE_DTYPES, "lhs")
         return (TensorType(self.shape, lhs.dtype),)
 
-    def einsum_spec(self) -> str:
-        letters = iter(string.ascii_letters)
-        lhs = [next(letters) for _ in self.lhs_shape]
-        rhs = [next(letters) for _ in self.rhs_shape]
-        for l_dim, r_dim in zip(
-            self.lhs_contracting + self.lhs_batch, self.rhs_contracting + self.rhs_batch,
-            strict=True,
-        ):
-            rhs[r_dim] = lhs[l_dim]
-        lhs_free, rhs_free = self.free_dims()
-        out = [lhs[d] for d in self.lhs_batch] + [lhs[d] for d in lhs_free]
-        out += [rhs[d] for d in rhs_free]
-        return f"{''.join(lhs)},{''.join(rhs)}->{''.join(out)}"
-
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        result = np.einsum(self.einsum_spec(), arrays[0], arrays[1], optimize=True)
+        """One BLAS call: operands as (batch, free, contracted) views, no copies if 2-d.
+
+        ``lhs`` is viewed as ``[B, M, K]`` and ``rhs`` as ``[B, K, N]`` by transposing
+        (a strided view numpy hands to BLAS with a transpose flag) and reshaping.
+        """
+        lhs, rhs = arrays
+        lhs_free, rhs_free = self.free_dims()
+        batch = [self.lhs_shape[d] for d in self.lhs_batch]
+        sizes = [
+            math.prod(self.lhs_shape[d] for d in lhs_free),
+            math.prod(self.lhs_shape[d] for d in self.lhs_contracting),
+            math.prod(self.rhs_shape[d] for d in rhs_free),
+        ]
+        a = np.transpose(lhs, self.lhs_batch + lhs_free + self.lhs_contracting)
+        b = np.transpose(rhs, self.rhs_batch + self.rhs_contracting + rhs_free)
+        a = a.reshape(*batch, sizes[0], sizes[1])
+        b = b.reshape(*batch, sizes[1], sizes[2])
+        result = np.matmul(a, b).reshape(self.shape)
         return (np.asarray(result, dtype=arrays[0].dtype),)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
@@ -310,10 +312,16 @@ class DotGeneral(TensorOp):
         else:  # result layout: batch, y free (lhs), x free (rhs)
             ans_y = tuple(range(n_batch, n_batch + len(y_kept)))
         ans_batch = tuple(range(n_batch))
+        x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract)]
+        identity = list(range(len(x_shape)))
+        if not x_batch and x_contract_by_y + x_kept == identity:
+            # dot(conj(other), ct) already has x's layout: the transpose folds into the
+            # operand order (BLAS reads both operands through transposed views).
+            dot = DotGeneral(tuple(y_kept), ans_y, (), (), tuple(y_shape), self.shape)
+            return linear(b, dot, [other, ct], (False, True))
         dot = DotGeneral(ans_y, tuple(y_kept), ans_batch, y_batch, self.shape, tuple(y_shape))
         x_bar = linear(b, dot, [ct, other], (True, False))
-        x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract)]
         out_axes = tuple(int(i) for i in np.argsort(list(x_batch) + x_kept + x_contract_by_y))
-        if out_axes != tuple(range(len(out_axes))):
+        if out_axes != tuple(identity):
             x_bar = linear(b, Transpose(out_axes), [x_bar], (True,))
         return x_bar
