@@ -19,6 +19,7 @@ Where the numbers come from (all reproducible with
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -37,6 +38,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint
 
 
 def _hex(*values: str) -> tuple[float, ...]:
@@ -44,23 +46,24 @@ def _hex(*values: str) -> tuple[float, ...]:
 
 
 # ---------------------------------------------------------------- coefficients
-# Printed by tests/mathpoly/fit_coefficients.py; lowest degree first.
-# exp(r) = 1 + r + r^2 Q(r), |r| <= ln2/2 (max weighted error: f64 0.017 eps, f32 0.026 eps)
-EXP_F64 = _hex('0x1.0000000000000p-1', '0x1.555555555555ap-3', '0x1.5555555555531p-5', '0x1.111111110f165p-7', '0x1.6c16c16c26f04p-10', '0x1.a01a01b1e4e60p-13', '0x1.a01a015230e2dp-16', '0x1.71ddf388078b9p-19', '0x1.27e58e726bb8ep-22', '0x1.af66b8d2845a5p-26', '0x1.1e63c9dfe788ap-29')  # noqa: E501
+# Printed by tests/mathpoly/fit_coefficients.py, lowest degree first. The "error" is
+# the polynomial's maximum error as a relative error of the final result, in units
+# of the format's epsilon (2^-52, 2^-23), after rounding the coefficients.
+# exp(r) = 1 + r + r^2 Q(r), |r| <= ln2/2 (error f64 0.017, f32 0.026)
+EXP_F64 = _hex('0x1.000000000000ap-1', '0x1.555555555550cp-3', '0x1.55555555507a8p-5', '0x1.1111111124811p-7', '0x1.6c16c18436f42p-10', '0x1.a01a01379ccf0p-13', '0x1.a0199a1197d9bp-16', '0x1.71df0ded19049p-19', '0x1.28ad5bd2b9fbfp-22', '0x1.ad9d8fd319668p-26')  # noqa: E501
 EXP_F32 = _hex('0x1.fffffc0000000p-2', '0x1.5554920000000p-3', '0x1.5558ae0000000p-5', '0x1.1239800000000p-7', '0x1.6a4f720000000p-10')  # noqa: E501
-# log(1+f) = 2s + s z L(z), s = f/(2+f), z = s^2 <= 0.0294 (f64 0.0056 eps, f32 0.0068 eps)
+# log(1+f) = 2s + s z L(z), s = f/(2+f), z = s^2 <= 0.0295 (error f64 0.0056, f32 0.0068)
 LOG_F64 = _hex('0x1.5555555555592p-1', '0x1.999999997fefap-2', '0x1.24924941e44ecp-2', '0x1.c71c521113c75p-3', '0x1.74663dbc5684bp-3', '0x1.39a1d0a8fa8dap-3', '0x1.2f04cb0b02330p-3')  # noqa: E501
 LOG_F32 = _hex('0x1.55557a0000000p-1', '0x1.995ed40000000p-2', '0x1.31e0da0000000p-2')
 # sin(r) = r + r z S(z), cos(r) = 1 - z/2 + z^2 C(z), z = r^2 <= (pi/4)^2
+# (error: sin f64 0.017, f32 0.033; cos f64 0.0003, f32 0.001)
 SIN_F64 = _hex('-0x1.5555555555548p-3', '0x1.111111110f742p-7', '-0x1.a01a019becdb6p-13', '0x1.71de355954cb5p-19', '-0x1.ae5e4f5708b17p-26', '0x1.5d8c939e168d8p-33')  # noqa: E501
-SIN_F32 = _hex('-0x1.5555560000000p-3', '0x1.1111740000000p-7', '-0x1.a059780000000p-13', '0x1.7c3ea40000000p-19')  # noqa: E501
+SIN_F32 = _hex('-0x1.5555460000000p-3', '0x1.1107780000000p-7', '-0x1.9954000000000p-13')
 COS_F64 = _hex('0x1.555555555554bp-5', '-0x1.6c16c16c15014p-10', '0x1.a01a019c8ef82p-16', '-0x1.27e4f7f16493cp-22', '0x1.1ee9dba98f676p-29', '-0x1.8fa66df872492p-37')  # noqa: E501
-COS_F32 = _hex('0x1.5555560000000p-5', '-0x1.6c175e0000000p-10', '0x1.a071c60000000p-16', '-0x1.361c140000000p-22')  # noqa: E501
-# tanh(x) = x + x z P(z), z = x^2, |x| < TANH_SMALL
-TANH_F64 = _hex('-0x1.55555555554ffp-2', '0x1.111111110ac9ep-3', '-0x1.ba1ba1b50463dp-5', '0x1.664f477a8af49p-6', '-0x1.226e162452943p-7', '0x1.d6cf272493132p-9', '-0x1.7d689a2bc7985p-10', '0x1.3365d9c33488cp-11', '-0x1.df53b7e51b98ep-13', '0x1.438d389a729bfp-14', '-0x1.0d9fa5188a59bp-16')  # noqa: E501
-TANH_F32 = _hex('-0x1.5555320000000p-2', '0x1.1106fc0000000p-3', '-0x1.b836f60000000p-5', '0x1.5204100000000p-6', '-0x1.75489e0000000p-8')  # noqa: E501
+COS_F32 = _hex('0x1.55554a0000000p-5', '-0x1.6c0c2a0000000p-10', '0x1.99e90e0000000p-16')
 
 # ---------------------------------------------------------------- split constants
+# c = c0 + c1 + c2 with c0 = RN(c), c1 = RN(c - c0), c2 = RN(c - c0 - c1) (mpmath).
 LN2_F64 = _hex('0x1.62e42fefa39efp-1', '0x1.abc9e3b39803fp-56')
 LN2_F32 = _hex('0x1.62e4300000000p-1', '-0x1.05c6100000000p-29')
 PIO2_F64 = _hex('0x1.921fb54442d18p+0', '0x1.1a62633145c07p-54', '-0x1.f1976b7ed8fbcp-110')
@@ -69,9 +72,6 @@ TWO_OVER_PI_F64 = _hex('0x1.45f306dc9c883p-1', '-0x1.6b01ec5417056p-55')
 TWO_OVER_PI_F32 = _hex('0x1.45f3060000000p-1', '0x1.b939100000000p-26')
 LOG2E_F64 = float.fromhex('0x1.71547652b82fep+0')
 LOG2E_F32 = float.fromhex('0x1.7154760000000p+0')
-
-TANH_SMALL = 0.625
-"""Below it tanh is the odd polynomial, above it ``1 - 2/(exp(2|x|) + 1)``."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,6 @@ class FloatFormat:
     log_l: tuple[float, ...]
     sin_s: tuple[float, ...]
     cos_c: tuple[float, ...]
-    tanh_p: tuple[float, ...]
     ln2: tuple[float, ...]
     pio2: tuple[float, ...]
     two_over_pi: tuple[float, ...]
@@ -100,7 +99,7 @@ class FloatFormat:
 
     @property
     def shifter(self) -> float:
-        """``1.5 * 2^mant``: ``(v + shifter) - shifter`` rounds v to an integer, |v| < 2^(mant-1)."""
+        """``1.5 * 2^mant``: ``(v + shifter) - shifter`` rounds |v| < 2^(mant-1) to an integer."""
         return 1.5 * 2.0**self.mant
 
     @property
@@ -118,7 +117,7 @@ class FloatFormat:
 
 F64 = FloatFormat(
     float_type=f64, int_type=i64, bits=64, mant=52, bias=1023,
-    exp_q=EXP_F64, log_l=LOG_F64, sin_s=SIN_F64, cos_c=COS_F64, tanh_p=TANH_F64,
+    exp_q=EXP_F64, log_l=LOG_F64, sin_s=SIN_F64, cos_c=COS_F64,
     ln2=LN2_F64, pio2=PIO2_F64, two_over_pi=TWO_OVER_PI_F64, log2e=LOG2E_F64,
     # exp(710) > 2^1024; e^-746 < 2^-1075 (half the least subnormal) rounds to 0.
     exp_hi=710.0, exp_lo=-746.0,
@@ -130,7 +129,7 @@ F64 = FloatFormat(
 
 F32 = FloatFormat(
     float_type=f32, int_type=i32, bits=32, mant=23, bias=127,
-    exp_q=EXP_F32, log_l=LOG_F32, sin_s=SIN_F32, cos_c=COS_F32, tanh_p=TANH_F32,
+    exp_q=EXP_F32, log_l=LOG_F32, sin_s=SIN_F32, cos_c=COS_F32,
     ln2=LN2_F32, pio2=PIO2_F32, two_over_pi=TWO_OVER_PI_F32, log2e=LOG2E_F32,
     # exp(89) > 2^128; e^-104 ~ 6.8e-46 < 2^-150 rounds to 0.
     exp_hi=89.0, exp_lo=-104.0,
@@ -153,25 +152,33 @@ class Emitter:
     """Insert ``arith``/``math`` scalar ops of one float format through a ``Builder``.
 
     Float ops take and return values of ``fmt.float_type``; integer ops work on the
-    same-width integer (``fmt.int_type``) holding bit patterns. Constants are
-    created once per emitter.
+    same-width integer (``fmt.int_type``) holding bit patterns. Constants are created
+    once per ``consts`` dict; with ``const_point`` (e.g. the start of the block) they
+    are inserted there, so several expansions in one block can share them.
     """
 
-    def __init__(self, builder: Builder, fmt: FloatFormat) -> None:
+    def __init__(self, builder: Builder, fmt: FloatFormat,
+                 consts: dict[tuple[str, object], SSAValue] | None = None,
+                 const_point: InsertPoint | None = None) -> None:
         self.builder = builder
         self.fmt = fmt
-        self._consts: dict[tuple[str, object], SSAValue] = {}
+        self._consts = {} if consts is None else consts
+        self._const_point = const_point
 
     def _op(self, op: Operation) -> SSAValue:
         self.builder.insert(op)
         return op.results[0]
+
+    def _const(self, op: arith.ConstantOp) -> SSAValue:
+        self.builder.insert(op, self._const_point)
+        return op.result
 
     # constants
     def f(self, value: float) -> SSAValue:
         key = ("f", float(value).hex())
         if key not in self._consts:
             attr = FloatAttr(value, self.fmt.float_type)
-            self._consts[key] = self._op(arith.ConstantOp(attr, self.fmt.float_type))
+            self._consts[key] = self._const(arith.ConstantOp(attr, self.fmt.float_type))
         return self._consts[key]
 
     def i(self, value: int) -> SSAValue:
@@ -179,7 +186,7 @@ class Emitter:
         key = ("i", value)
         if key not in self._consts:
             attr = IntegerAttr(value, self.fmt.int_type)
-            self._consts[key] = self._op(arith.ConstantOp(attr, self.fmt.int_type))
+            self._consts[key] = self._const(arith.ConstantOp(attr, self.fmt.int_type))
         return self._consts[key]
 
     # float arithmetic
@@ -276,8 +283,7 @@ class Emitter:
         shifter = self.f(self.fmt.shifter)
         k = self.fma(v, scale, shifter)
         n = self.sub(k, shifter)
-        n_int = self.isub(self.bits(k), self.i(int.from_bytes(
-            _float_bytes(self.fmt.shifter, self.fmt.bits), "little")))
+        n_int = self.isub(self.bits(k), self.i(float_bits(self.fmt.shifter, self.fmt)))
         return n, n_int
 
     def two_sum(self, a: SSAValue, b: SSAValue) -> tuple[SSAValue, SSAValue]:
@@ -293,10 +299,11 @@ class Emitter:
         return s, self.add(self.sub(a, s), b)
 
 
-def _float_bytes(value: float, bits: int) -> bytes:
-    import struct
-
-    return struct.pack("<d" if bits == 64 else "<f", value)
+def float_bits(value: float, fmt: FloatFormat) -> int:
+    """The bit pattern of ``value`` in ``fmt``, as a signed integer."""
+    if fmt.bits == 64:
+        return int.from_bytes(struct.pack("<d", value), "little", signed=True)
+    return int.from_bytes(struct.pack("<f", value), "little", signed=True)
 
 
 def format_of(type_: object) -> FloatFormat | None:
@@ -304,4 +311,4 @@ def format_of(type_: object) -> FloatFormat | None:
     return FORMATS.get(type(type_))  # type: ignore[arg-type]
 
 
-__all__ = ["F32", "F64", "FORMATS", "TANH_SMALL", "Emitter", "FloatFormat", "format_of"]
+__all__ = ["F32", "F64", "FORMATS", "Emitter", "FloatFormat", "float_bits", "format_of"]

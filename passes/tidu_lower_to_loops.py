@@ -229,7 +229,7 @@ def _name(scalar: Scalar, source: SSAValue) -> None:
 
 def is_chunked(kernel: KernelOp, chunked: bool) -> bool:
     """Whether the kernel function takes a ``[lo, hi)`` range of domain dimension 0."""
-    return chunked and len(kernel.domain) > 0
+    return chunked and len(kernel.domain) > 0 and kernel.domain[0] > 0  # empty: no chunks
 
 
 def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) -> func.FuncOp:

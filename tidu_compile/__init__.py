@@ -94,3 +94,12 @@ __all__ = [
     "real", "reshape", "resolve", "set_default_executor", "sin", "sincos", "sqrt", "subtract",
     "sum", "tanh", "tensor", "transpose", "use_executor", "where",
 ]  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    """``CompiledExecutor`` (and its error) import lazily: llvmlite and xDSL load on first use."""
+    if name in ("CompiledExecutor", "CompileForbiddenError", "ExecutorStats"):
+        from tidu_compile.executors import compiled
+
+        return getattr(compiled, name)
+    raise AttributeError(f"module 'tidu_compile' has no attribute {name!r}")

@@ -281,6 +281,28 @@ def _reverse_topological(output_trace: Trace) -> list[Trace]:
     return order
 
 
+def _check_seed(seed: Any, trace: Trace, slot: int) -> None:
+    """When the node saved the output's value and both are typed, their types must agree.
+
+    Duck-typed (``shape`` and ``dtype`` attributes): the tape never assumes numpy.
+    """
+    value = trace.saved_values.get(trace.graph.output_keys[slot])
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        return
+    seed_shape, seed_dtype = getattr(seed, "shape", None), getattr(seed, "dtype", None)
+    if seed_shape is None or seed_dtype is None:
+        raise TypeError(
+            f"seed: expected an array of shape {tuple(shape)} and dtype {dtype}, "
+            f"got {type(seed).__name__}"
+        )
+    if tuple(seed_shape) != tuple(shape):
+        raise ValueError(f"seed: shape {tuple(seed_shape)} does not match the output's "
+                         f"{tuple(shape)}")  # fmt: skip
+    if getattr(seed_dtype, "name", seed_dtype) != getattr(dtype, "name", dtype):
+        raise TypeError(f"seed: dtype {seed_dtype} does not match the output's {dtype}")
+
+
 def backward(
     output_key: ValueKey,
     output_trace: Trace | None,
@@ -295,11 +317,18 @@ def backward(
     """
     if not isinstance(executor, BackwardExecutor):
         raise TypeError(f"executor: expected a BackwardExecutor, got {type(executor).__name__}")
+    if seed is None:
+        raise TypeError("seed: expected the cotangent of the output, got None")
     cotangents: dict[ValueKey, Any] = {output_key: seed}
     if output_trace is None:
         return cotangents
+    if not isinstance(output_trace, Trace):
+        raise TypeError(
+            f"output_trace: expected a Trace or None, got {type(output_trace).__name__}"
+        )
     if output_key not in output_trace.output_keys:
         raise ValueError(f"output_key: {output_key!r} is not an output of output_trace")
+    _check_seed(seed, output_trace, output_trace.output_keys.index(output_key))
     for node in _reverse_topological(output_trace):
         incoming = [cotangents.get(k) for k in node.output_keys]
         slots = [s for s, ct in enumerate(incoming) if ct is not None]

@@ -119,15 +119,9 @@ def _cos_c(z: mp.mpf) -> mp.mpf:  # cos(r) = 1 - z/2 + z^2 C(z)
     return (mp.cos(r) - 1 + z / 2) / z**2 if z != 0 else mp.mpf(1) / 24
 
 
-def _tanh_p(z: mp.mpf) -> mp.mpf:  # tanh(x) = x + x z P(z)
-    x = mp.sqrt(z)
-    return (mp.tanh(x) - x) / (x * z) if z != 0 else mp.mpf(-1) / 3
-
-
 LN2_HALF = float(mp.log(2) / 2) * 1.0001
 PIO4 = float(mp.pi / 4) * 1.0001
 S_MAX = float((mp.sqrt(2) - 1) / (mp.sqrt(2) + 1)) * 1.0001  # |f/(2+f)|, f in [-0.29, 0.41]
-TANH_SMALL = 0.625  # keep in step with TANH_SMALL in passes/math_polynomials.py
 
 TABLES = [
     Table("EXP", _exp_q, lambda r: r**2 / mp.exp(r), -LN2_HALF, LN2_HALF,
@@ -137,8 +131,6 @@ TABLES = [
           0.0, PIO4**2, {"f64": 5, "f32": 2}),
     Table("COS", _cos_c, lambda z: z**2 / mp.cos(mp.sqrt(z)), 0.0, PIO4**2,
           {"f64": 5, "f32": 2}),
-    Table("TANH", _tanh_p, lambda z: z * mp.sqrt(z) / mp.tanh(mp.sqrt(z)) if z else z,
-          0.0, TANH_SMALL**2 * 1.0001, {"f64": 10, "f32": 4}),
 ]
 
 

@@ -14,13 +14,14 @@ import itertools
 from collections.abc import Callable
 
 import numpy as np
-from tidu_compile.backend.jit import compile_module, load, optimized_ir_text
-from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
 from tidu_compile.passes.expand_math_polynomials import ExpandMathPolynomialsPass
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
+
+from tidu_compile.backend.jit import compile_module, load, optimized_ir_text
+from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
 
 OPS = ("exp", "log", "tanh", "sin", "cos")
 DTYPES = {"f64": np.float64, "f32": np.float32}
@@ -108,8 +109,8 @@ def ulp_error(actual: np.ndarray, exact: np.ndarray) -> np.ndarray:
     Equal values (infinities included) and NaN/NaN give 0; NaN against a number
     gives inf.
     """
-    rounded = exact.astype(actual.dtype)
     with np.errstate(all="ignore"):
+        rounded = exact.astype(actual.dtype)
         spacing = np.spacing(np.abs(rounded)).astype(exact.dtype)
         err = np.abs(actual.astype(exact.dtype) - exact) / spacing
     both_nan = np.isnan(actual) & np.isnan(exact)

@@ -48,16 +48,33 @@ def cache_key(*parts: str) -> str:
 
 
 class MemoryCache:
-    """A thread-safe LRU bounded by entry count; ``on_evict(key, value)`` hears evictions."""
+    """A thread-safe LRU bounded by entry count and, optionally, by bytes.
+
+    ``size_of(value)`` gives an entry's size in bytes (default 0); with ``max_bytes`` set,
+    least recently used entries are evicted until the total is within it (an entry
+    larger than ``max_bytes`` on its own is not kept). ``on_evict(key, value)`` hears
+    every eviction and every ``discard``.
+    """
 
     def __init__(
-        self, max_entries: int = 512, on_evict: Callable[[Hashable, Any], None] | None = None
+        self,
+        max_entries: int = 512,
+        on_evict: Callable[[Hashable, Any], None] | None = None,
+        *,
+        max_bytes: int | None = None,
+        size_of: Callable[[Any], int] | None = None,
     ) -> None:
-        if max_entries < 1:
-            raise ValueError(f"max_entries: must be >= 1, got {max_entries}")
+        if not isinstance(max_entries, int) or max_entries < 1:
+            raise ValueError(f"max_entries: must be an int >= 1, got {max_entries!r}")
+        if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 0):
+            raise ValueError(f"max_bytes: must be None or an int >= 0, got {max_bytes!r}")
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self.on_evict = on_evict
+        self.size_of = size_of
+        self.total_bytes = 0
         self._entries: OrderedDict[Hashable, Any] = OrderedDict()
+        self._sizes: dict[Hashable, int] = {}
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> Any | None:
@@ -68,15 +85,33 @@ class MemoryCache:
         return value
 
     def put(self, key: Hashable, value: Any) -> None:
+        size = int(self.size_of(value)) if self.size_of is not None else 0
         evicted = []
         with self._lock:
+            self.total_bytes += size - self._sizes.pop(key, 0)
             self._entries[key] = value
             self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                evicted.append(self._entries.popitem(last=False))
+            self._sizes[key] = size
+            while self._entries and (
+                len(self._entries) > self.max_entries
+                or (self.max_bytes is not None and self.total_bytes > self.max_bytes)
+            ):
+                old_key, old_value = self._entries.popitem(last=False)
+                self.total_bytes -= self._sizes.pop(old_key, 0)
+                evicted.append((old_key, old_value))
         if self.on_evict is not None:
             for old_key, old_value in evicted:
                 self.on_evict(old_key, old_value)
+
+    def discard(self, key: Hashable) -> None:
+        """Remove ``key`` if present (``on_evict`` hears it)."""
+        with self._lock:
+            if key not in self._entries:
+                return
+            value = self._entries.pop(key)
+            self.total_bytes -= self._sizes.pop(key, 0)
+        if self.on_evict is not None:
+            self.on_evict(key, value)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -84,6 +119,8 @@ class MemoryCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._sizes.clear()
+            self.total_bytes = 0
 
 
 class DiskCache:

@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 #: Bump when generated code or the artifact format changes: old disk entries become misses.
-PIPELINE_VERSION = "3"
+PIPELINE_VERSION = "5"
 
 STAGES = (
     "graph", "linear", "transposed", "tidu", "fused", "loops", "llvm", "llvm-ir", "opt-ir", "asm",
@@ -156,15 +156,19 @@ def fused_stage(module: ModuleOp) -> ModuleOp:
 
 
 def loops_stage(module: ModuleOp) -> ModuleOp:
-    return run_passes(module, "tidu-lower-to-loops{chunked=true}")
+    return run_passes(
+        module, "tidu-lower-to-loops{chunked=true},expand-math-polynomials{only_in_loops=true}"
+    )
 
 
-def llvm_stage(module: ModuleOp) -> ModuleOp:
+def llvm_stage(module: ModuleOp, verify_each: bool = True) -> ModuleOp:
+    """The kernels in the llvm dialect; ``verify_each=False`` verifies only the result."""
     from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
     from tidu_compile.passes.tidu_lower_to_loops import extract_kernel_module
 
     kernels = extract_kernel_module(module)
-    lower_to_llvm_dialect(kernels)
+    lower_to_llvm_dialect(kernels, verify_each=verify_each)
+    kernels.verify()
     return kernels
 
 
@@ -199,7 +203,7 @@ def compile_program(program: NodeProgram, digest: str) -> Artifact:
         start = timed("loops", start)
         plan = build_plan(module, program)
         if plan.kernel_symbols:
-            llvm_module = llvm_stage(module)
+            llvm_module = llvm_stage(module, verify_each=False)  # the tests verify each pass
             start = timed("llvm", start)
             compiled = compile_module(llvm_module)
             seconds.update(compiled.timings)

@@ -38,14 +38,20 @@ def _data_pointer(array: np.ndarray) -> int:
 
 def native_buffer(array: Any, expected: TensorType, what: str) -> np.ndarray:
     """``array`` as a C-contiguous, native-endian array of type ``expected``, or an error."""
-    array = np.asarray(array)
+    array = array if isinstance(array, np.ndarray) else np.asarray(array)
     if tuple(array.shape) != expected.shape:
         raise ValueError(f"{what}: shape {array.shape} does not match {expected.shape}")
     if array.dtype.name != expected.dtype:
         raise TypeError(f"{what}: dtype {array.dtype} does not match {expected.dtype}")
     if not array.dtype.isnative or not array.flags.c_contiguous or not array.flags.aligned:
-        array = np.ascontiguousarray(array, dtype=np.dtype(expected.dtype))
+        array = _native_copy(array, np.dtype(expected.dtype))
     return array
+
+
+def _native_copy(array: Any, dtype: np.dtype) -> np.ndarray:
+    """A fresh C-contiguous, aligned, native-endian copy (keeps 0-d arrays 0-d, which
+    ``np.ascontiguousarray`` does not)."""
+    return np.array(array, dtype=dtype.newbyteorder("="), order="C", copy=True)
 
 
 @dataclass(frozen=True)
@@ -163,7 +169,8 @@ class BoundPlan:
             return False
         for arg, (shape, strides, dtype) in zip(args, self._arg_layouts):  # noqa: B905
             if (
-                arg.shape != shape
+                type(arg) is not np.ndarray  # numpy scalars have shape and strides too
+                or arg.shape != shape
                 or arg.strides != strides
                 or arg.dtype != dtype
                 or not arg.flags.aligned
@@ -198,9 +205,12 @@ class BoundPlan:
             if check:
                 buffers[i] = native_buffer(arg, plan.types[i], f"argument {i}")
                 continue
+            if not isinstance(arg, np.ndarray):  # a numpy scalar, a Tensor: never id() it
+                buffers[i] = _native_copy(arg, self._arg_dtypes[i])
+                continue
             flags = arg.flags
             if not (flags.c_contiguous and flags.aligned and arg.dtype.isnative):
-                buffers[i] = np.ascontiguousarray(arg, dtype=self._arg_dtypes[i])
+                buffers[i] = _native_copy(arg, self._arg_dtypes[i])
         buffers += self._padding
         to_argument = self._to_argument
         for kernel, runner, inputs, outputs, specs in self._steps:
@@ -232,5 +242,5 @@ class BoundPlan:
                     f"the plan expects {shape} {dtype}"
                 )
             if not value.flags.c_contiguous or not value.flags.aligned:
-                value = np.ascontiguousarray(value)
+                value = _native_copy(value, dtype)
             buffers[index] = value

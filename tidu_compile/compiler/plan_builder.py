@@ -102,6 +102,8 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
             continue  # the [lo, hi) range of a chunked kernel call, read off its attributes
         elif isinstance(op, func.CallOp):
             buffers = [buffer_of[a] for a in op.arguments if not isinstance(a.type, IndexType)]
+            if len(buffers) < len(op.arguments) and _int_attribute(op, "tidu.chunk_extent") < 1:
+                raise ValueError(f"stage loops: {op.callee} takes a row range but has no extent")
             outputs = tuple(b for b in buffers if b in fresh)
             inputs = tuple(b for b in buffers if b not in fresh)
             fresh.difference_update(outputs)

@@ -32,11 +32,18 @@ from tidu_compile.eager import RecordedGraph
 from tidu_compile.graph import Derived, Linearized, Local, ProducedDef, ValueKey, resolve
 from tidu_compile.ops.base import TensorType
 
-__all__ = ["ArgSource", "Instr", "NodeProgram", "build_program", "UnsupportedNode"]
+__all__ = [
+    "ArgSource", "Instr", "MissingSavedValue", "NodeProgram", "UnsupportedNode", "build_program",
+    "infer_output_types",
+]
 
 
 class UnsupportedNode(TypeError):
     """The node uses primitives without type rules (a user's own primitive set)."""
+
+
+class MissingSavedValue(KeyError):
+    """The backward program needs a value the tape did not save (the caller's error)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +100,24 @@ def _infer(op: Any, types: Sequence[TensorType]) -> tuple[TensorType, ...]:
     if infer is None:
         raise UnsupportedNode(f"{op!r} has no type rule (infer_types); it cannot be compiled")
     return tuple(infer(*types))
+
+
+def infer_output_types(
+    recorded: RecordedGraph, input_types: Sequence[TensorType]
+) -> tuple[TensorType, ...]:
+    """The types of ``recorded``'s outputs for inputs of ``input_types`` (its type rules).
+
+    Raises ``UnsupportedNode`` for ops without a type rule, and the rule's own
+    ``ValueError``/``TypeError`` when the inputs do not type-check.
+    """
+    graph = recorded.graph
+    types: dict[int, TensorType] = dict(zip(graph.inputs, input_types, strict=True))
+    for node in graph.operations:
+        if not all(isinstance(ref, Local) for ref in node.inputs):
+            raise UnsupportedNode(f"{recorded!r} reads values of another graph")
+        outputs = _infer(node.operation, [types[ref.id] for ref in node.inputs])  # type: ignore[union-attr]
+        types.update(zip(node.outputs, outputs, strict=True))
+    return tuple(types[i] for i in graph.outputs)
 
 
 def build_program(
@@ -153,7 +178,9 @@ def build_program(
             if not isinstance(definition, ProducedDef) or isinstance(
                 definition.role, Linearized
             ):
-                raise KeyError(f"the backward program needs {current!r}, which was not saved")
+                raise MissingSavedValue(
+                    f"saved data: the backward program needs {current!r}, which was not saved"
+                )
             if ready:
                 outputs = emit(definition.operation, [by_key[k] for k in definition.input_keys])
                 op_key = current.operation  # type: ignore[union-attr]  # ProducedDef => Derived

@@ -17,6 +17,7 @@ the saved data. Nodes the compiler cannot type (a user's own primitive set) run 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
@@ -30,7 +31,12 @@ import numpy as np
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, linear_transpose
 from tidu_compile.compiler.cache import DiskCache, MemoryCache, default_cache_dir
 from tidu_compile.compiler.plan import BoundPlan
-from tidu_compile.compiler.program import UnsupportedNode, build_program
+from tidu_compile.compiler.program import (
+    MissingSavedValue,
+    UnsupportedNode,
+    build_program,
+    infer_output_types,
+)
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.executors.reference import ReferenceExecutor
 from tidu_compile.graph import ValueKey
@@ -82,10 +88,80 @@ class _Compiled:
     plan: BoundPlan
     arg_sources: tuple[tuple[bool, int], ...]  # (is_seed, index) per plan argument
     fallbacks: int  # library steps the compiler could not lower, per run
+    nbytes: int = 0  # object code + an estimate of the plan: the memory cache's size
+    #: (index, shape, dtype) of the saved inputs the plan does not read: the fast path
+    #: checks them too, since they fix the node's output types (what a seed must match).
+    unread: tuple[tuple[int, tuple[int, ...], np.dtype], ...] = ()
+
+
+def _fits(matches: bool, artifact: Any, program: Any) -> bool:
+    """A disk artifact made for ``program``: its plan takes the program's argument types."""
+    plan = getattr(artifact, "plan", None)
+    return (
+        matches
+        and getattr(plan, "arg_count", None) == program.arg_count
+        and tuple(plan.types[: program.arg_count]) == program.types[: program.arg_count]
+    )
+
+
+def _unread_match(saved: Sequence[Any], unread: tuple[tuple[int, Any, Any], ...]) -> bool:
+    for index, shape, dtype in unread:
+        value = saved[index]
+        if value is None or value.shape != shape or value.dtype != dtype:
+            return False
+    return True
+
+
+def _plan_bytes(compiled: Any) -> int:
+    """The size the in-memory cache counts for a cached value."""
+    return compiled.nbytes if isinstance(compiled, _Compiled) else 64
 
 
 #: Cached in place of a plan when a node cannot be compiled: it runs on the reference path.
 _REFERENCE_ONLY = object()
+
+#: ``stats.errors`` keeps this many of the most recent compile errors.
+_MAX_ERRORS = 100
+
+
+def _type_problem(
+    entry: _NodeEntry,
+    seed_types: tuple[TensorType, ...],
+    saved_types: tuple[TensorType | None, ...],
+) -> Exception | None:
+    """An error naming the first cotangent or saved value whose type is wrong, else None.
+
+    Checked once per new signature, before compiling: a seed of the wrong shape or dtype
+    must be the caller's error, not a failed compile (nor a silently wrong result).
+    """
+    recorded = entry.recorded
+    inputs = saved_types[: len(recorded.input_keys)]
+    if any(t is None for t in inputs):
+        return None  # compiling reports the missing values the program needs
+    try:
+        outputs = infer_output_types(recorded, inputs)  # type: ignore[arg-type]
+    except UnsupportedNode:
+        return None
+    except (TypeError, ValueError) as error:
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        return kind(f"saved data of {recorded!r} does not type-check: {error}")
+    for slot, (saved, expected) in enumerate(
+        zip(saved_types[len(inputs) :], outputs, strict=True)
+    ):
+        if saved is not None and saved != expected:
+            return ValueError(f"saved data: output {slot} of {recorded!r} is {saved}, "
+                              f"expected {expected}")  # fmt: skip
+    slots = [s for s, t in zip(entry.key[2], entry.linear.tangent_outputs, strict=True)
+             if t is not None]  # fmt: skip
+    for index, (slot, got) in enumerate(zip(slots, seed_types, strict=True)):
+        expected = outputs[slot]
+        if got != expected:
+            error = ValueError if got.shape != expected.shape else TypeError
+            return error(
+                f"cotangent_out[{index}]: the cotangent of output {slot} of {recorded!r} "
+                f"is {got}, expected {expected}"
+            )
+    return None
 
 
 class CompiledExecutor(BackwardExecutor):
@@ -94,6 +170,14 @@ class CompiledExecutor(BackwardExecutor):
     ``cache_dir``: None for the user cache directory (``$TIDU_COMPILE_CACHE_DIR``
     overrides it), a path, or False for memory only. ``forbid_compile=True`` makes any
     compilation raise ``CompileForbiddenError`` (tests use it to prove cache hits).
+
+    The in-memory plan cache keeps at most ``memory_entries`` plans and at most
+    ``memory_bytes`` bytes of them (None: no byte bound), counted as each plan's object
+    code plus an estimate of its plan (``ExecutorStats``/``memory.total_bytes``); the
+    least recently used plans go first. Evicted plans come back from the disk cache (or
+    are compiled again). Native code stays loaded in the process's JIT engine, which
+    cannot unload it: the engine grows with the number of distinct programs, never with
+    the number of calls. Node linearizations are bounded by ``memory_entries`` too.
     """
 
     def __init__(
@@ -101,14 +185,19 @@ class CompiledExecutor(BackwardExecutor):
         cache_dir: str | Path | None | bool = None,
         *,
         memory_entries: int = 1024,
+        memory_bytes: int | None = 256 << 20,
         forbid_compile: bool = False,
     ) -> None:
-        if cache_dir is True:
-            raise TypeError("cache_dir: pass None, a path, or False")
+        if cache_dir is True or not (
+            cache_dir is None or cache_dir is False or isinstance(cache_dir, str | os.PathLike)
+        ):
+            raise TypeError(f"cache_dir: pass None, a path, or False, got {cache_dir!r}")
         self.disk = (
             None if cache_dir is False else DiskCache(cache_dir or default_cache_dir())
         )
-        self.memory = MemoryCache(memory_entries, self._forget_plan)
+        self.memory = MemoryCache(
+            memory_entries, self._forget_plan, max_bytes=memory_bytes, size_of=_plan_bytes
+        )
         self.forbid_compile = forbid_compile
         self.stats = ExecutorStats()
         self._linearizations = MemoryCache(memory_entries, self._forget_linearization)
@@ -180,7 +269,9 @@ class CompiledExecutor(BackwardExecutor):
         if last is not None:  # the usual case: same types as last time
             try:
                 args = [seeds[i] if is_seed else saved[i] for is_seed, i in last.arg_sources]
-                if last.plan.matches(args):
+                if last.plan.matches(args) and (
+                    not last.unread or _unread_match(saved, last.unread)
+                ):
                     self.stats.memory_hits += 1
                     if last.fallbacks:
                         self.stats.fallbacks += last.fallbacks
@@ -192,7 +283,12 @@ class CompiledExecutor(BackwardExecutor):
                 tuple([(s.shape, s.dtype) for s in seeds]),
                 tuple([None if v is None else (v.shape, v.dtype) for v in saved]),
             )
-        except AttributeError:  # not arrays: a user's own operand type
+        except AttributeError:  # not arrays: a user's own operand type, or a mistake
+            for index, seed in enumerate(seeds):
+                if not hasattr(seed, "shape") and any(hasattr(v, "shape") for v in saved):
+                    raise TypeError(
+                        f"cotangent_out[{index}]: expected an array, got {type(seed).__name__}"
+                    ) from None
             return self._run_reference(linear, cotangent_out, external_data, ctx)
         compiled = entry.plans.get(signature)
         if compiled is None:
@@ -201,14 +297,16 @@ class CompiledExecutor(BackwardExecutor):
             self.stats.memory_hits += 1
         if compiled is _REFERENCE_ONLY:
             return self._run_reference(linear, cotangent_out, external_data, ctx)
-        entry.last = compiled
+        if entry.plans.get(signature) is compiled:  # not evicted at once (a byte bound)
+            entry.last = compiled
         args = [seeds[i] if is_seed else saved[i] for is_seed, i in compiled.arg_sources]
         if compiled.fallbacks:
             self.stats.fallbacks += compiled.fallbacks
         return compiled.plan.run(args, check=False)
 
     def add_operands(self, a: Any, b: Any) -> Any:
-        return np.add(a, b) if isinstance(a, np.ndarray) else a + b
+        # np.asarray: np.add of two 0-d arrays is a numpy scalar, not an array.
+        return np.asarray(np.add(a, b)) if isinstance(a, np.ndarray) else a + b
 
     # ---------------------------------------------------------------- compiling
 
@@ -222,19 +320,23 @@ class CompiledExecutor(BackwardExecutor):
                 if cached is not _REFERENCE_ONLY:
                     self.stats.memory_hits += 1
                 return cached
+            types = (
+                tuple(type_of(s) for s in seeds),
+                tuple(None if v is None else type_of(v) for v in saved),
+            )
+            problem = _type_problem(entry, *types)
+            if problem is not None:  # the caller's mistake: raise it, cache nothing
+                raise problem
             try:
-                types = (
-                    tuple(type_of(s) for s in seeds),
-                    tuple(None if v is None else type_of(v) for v in saved),
-                )
                 compiled: Any = self._compile_locked(entry, types)
-            except (CompileForbiddenError, KeyboardInterrupt):
+            except (CompileForbiddenError, KeyboardInterrupt, MissingSavedValue):
                 raise
             except UnsupportedNode:
                 compiled = _REFERENCE_ONLY  # a user's own primitive set: no types to compile
             except Exception as error:  # noqa: BLE001 - any compiler failure falls back
                 message = f"{type(error).__name__}: {error}".splitlines()[0]
                 self.stats.errors.append(message)
+                del self.stats.errors[:-_MAX_ERRORS]  # the most recent ones: bounded
                 warnings.warn(
                     f"tidu_compile: compiling a backward node failed ({message}); "
                     "running it on the reference executor",
@@ -259,11 +361,19 @@ class CompiledExecutor(BackwardExecutor):
         program = build_program(
             entry.recorded, entry.linear, seed_types, saved, entry.transposed
         )
+        if any(0 in t.shape for t in program.types):  # xDSL cannot lower zero-size memrefs
+            raise UnsupportedNode("a zero-size value: numpy runs the node (there is no work)")
         digest = pipeline.program_digest(program)
         artifact = self.disk.get(digest) if self.disk is not None else None
-        if artifact is not None and pipeline.artifact_matches(artifact, digest):
-            self.stats.disk_hits += 1
-        else:
+        bound = None
+        if artifact is not None and _fits(pipeline.artifact_matches(artifact, digest), artifact,
+                                          program):  # fmt: skip
+            try:
+                bound = pipeline.bind(artifact)
+                self.stats.disk_hits += 1
+            except Exception:  # noqa: BLE001 - a damaged entry is a miss: compile it again
+                bound = None
+        if bound is None:
             if self.forbid_compile:
                 raise CompileForbiddenError(
                     f"compiling a backward node is forbidden (forbid_compile=True):\n{program}"
@@ -278,9 +388,17 @@ class CompiledExecutor(BackwardExecutor):
                 )
             if self.disk is not None:
                 self.disk.put(digest, artifact)
-        bound = pipeline.bind(artifact)
+            bound = pipeline.bind(artifact)
         sources = tuple((s.kind == "seed", s.index) for s in program.arg_sources)
-        return _Compiled(bound, sources, artifact.plan.fallback_count)
+        plan = artifact.plan
+        nbytes = len(artifact.object_code or b"") + 512 + 160 * (len(plan.steps) + len(plan.types))
+        read = {s.index for s in program.arg_sources if s.kind != "seed"}
+        unread = tuple(
+            (i, t.shape, np.dtype(t.dtype))
+            for i, t in enumerate(saved_types[: len(entry.recorded.input_keys)])
+            if t is not None and i not in read
+        )
+        return _Compiled(bound, sources, plan.fallback_count, nbytes, unread)
 
     def _run_reference(
         self,
@@ -300,7 +418,12 @@ class CompiledExecutor(BackwardExecutor):
             entry.last = None
 
     def _forget_linearization(self, key: Hashable, entry: _NodeEntry) -> None:
-        self._entries_by_linear.pop(id(entry.linear), None)
-        for graph_key in [k for k, e in self._entries_by_graph.items() if e is entry]:
-            del self._entries_by_graph[graph_key]
+        if self._entries_by_linear.get(id(entry.linear)) is entry:
+            self._entries_by_linear.pop(id(entry.linear), None)
+        # list(): other threads add to the index without the lock while we iterate.
+        for graph_key, other in list(self._entries_by_graph.items()):
+            if other is entry:
+                self._entries_by_graph.pop(graph_key, None)
+        for signature in list(entry.plans):  # its plans can never be looked up again
+            self.memory.discard((entry, signature))
 

@@ -25,6 +25,7 @@ from tidu_compile.graph import (
     Derived,
     External,
     Graph,
+    Input,
     Linearized,
     Local,
     PrimitiveValue,
@@ -44,6 +45,11 @@ def evaluate_primitive(op: Any, values: Sequence[Any]) -> list[Any]:
     if infer is not None:
         from tidu_compile.ops.base import type_of
 
+        for index, value in enumerate(values):
+            if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+                raise TypeError(
+                    f"{op!r}: input {index} is a {type(value).__name__}, expected a numpy array"
+                )
         infer(*(type_of(v) for v in values))
     evaluate = getattr(op, "evaluate", None)
     if evaluate is None:
@@ -123,6 +129,29 @@ def evaluate_keys(
     return data
 
 
+def _check_cotangent(cotangent: Any, primal: Any, key: Any) -> None:
+    """A cotangent has its primal's shape and dtype (when both are typed values).
+
+    Catches seeds of the wrong type that a transpose rule passes through unchanged
+    (``Add``'s, for one), which would otherwise come out as silently wrong gradients.
+    """
+    shape, dtype = getattr(primal, "shape", None), getattr(primal, "dtype", None)
+    got_shape, got_dtype = getattr(cotangent, "shape", None), getattr(cotangent, "dtype", None)
+    if shape is None or dtype is None or cotangent is None:
+        return
+    if got_shape is None or got_dtype is None:
+        raise TypeError(
+            f"cotangent_out: the cotangent of input {key!r} came out as a "
+            f"{type(cotangent).__name__}, expected an array of shape {tuple(shape)}"
+        )
+    if tuple(got_shape) != tuple(shape) or np.dtype(got_dtype).name != np.dtype(dtype).name:
+        raise ValueError(
+            f"cotangent_out: the cotangent of input {key!r} came out as {tuple(got_shape)} "
+            f"{np.dtype(got_dtype).name}, but the input is {tuple(shape)} {np.dtype(dtype).name} "
+            "(a cotangent given to this node has the wrong shape or dtype)"
+        )
+
+
 class ReferenceExecutor(BackwardExecutor):
     """Runs every backward node with numpy, op by op."""
 
@@ -144,6 +173,9 @@ class ReferenceExecutor(BackwardExecutor):
                 f"cotangent_out: expected {len(linear.tangent_outputs)} cotangents, "
                 f"got {len(cotangent_out)}"
             )
+        for index, (ct, t) in enumerate(zip(cotangent_out, linear.tangent_outputs, strict=True)):
+            if ct is None and t is not None:
+                raise TypeError(f"cotangent_out[{index}]: expected a cotangent, got None")
         builder = EvaluatingBuilder(external_data)
         seeds = [
             builder.add_value(ct)
@@ -151,7 +183,11 @@ class ReferenceExecutor(BackwardExecutor):
             if t is not None
         ]
         results = linear_transpose_with_builder(linear, builder, seeds, ctx)
-        return [None if r is None else builder.values[r] for r in results]
+        cotangents = [None if r is None else builder.values[r] for r in results]
+        for (key, _), cotangent in zip(linear.tangent_inputs, cotangents, strict=True):
+            _check_cotangent(cotangent, external_data.get(Input(key)), key)
+        return cotangents
 
     def add_operands(self, a: Any, b: Any) -> Any:
-        return np.add(a, b) if isinstance(a, np.ndarray) else a + b
+        # np.asarray: np.add of two 0-d arrays is a numpy scalar, not an array.
+        return np.asarray(np.add(a, b)) if isinstance(a, np.ndarray) else a + b

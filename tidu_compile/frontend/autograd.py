@@ -56,6 +56,10 @@ def grad(
     """
     if isinstance(inputs, Tensor):
         inputs = [inputs]
+    elif not isinstance(inputs, Sequence):
+        raise TypeError(
+            f"inputs: expected a Tensor or a sequence of Tensors, got {type(inputs).__name__}"
+        )
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs[{i}]: expected a Tensor, got {type(t).__name__}")

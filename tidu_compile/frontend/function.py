@@ -133,6 +133,8 @@ def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list
     eager_inputs = [EagerInput(t._key, t._trace, t.requires_grad, t._data) for t in all_inputs]
     outputs = [values[i] for i in graph.outputs]
     retained = {graph.values[i].key: values[i] for i in traced.retained}
+    # The outputs too, as for one-op nodes: ``backward`` checks a seed against them.
+    retained.update(zip(traced.recorded.output_keys, outputs, strict=True))
     recorded = RECORDER.record_graph(traced.recorded, eager_inputs, outputs, retained)
     return [
         Tensor(np.array(o, copy=False), r.requires_grad, r.key, r.trace)

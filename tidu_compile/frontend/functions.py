@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
+from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor, apply1, apply_op, as_tensor
 from tidu_compile.ops.base import complex_dtype_of
 
@@ -41,12 +42,22 @@ def _float_dtype(dtype: np.dtype) -> np.dtype:
     return dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
+def _tracked(x: Tensor) -> bool:
+    """Whether a layout or dtype change of ``x`` must be recorded as an op.
+
+    Always inside a ``tidu_compile.function`` trace (for float/complex values): a value
+    computed from the arguments never requires grad there, yet it must stay in the
+    traced graph, or a replay would reuse its trace-time data as a constant.
+    """
+    return x.requires_grad or (current_capture() is not None and x.dtype.kind in "fc")
+
+
 def astype(x: Tensor, dtype: Any) -> Tensor:
     """``x`` converted to ``dtype`` (recorded when ``x`` requires gradients)."""
     target = np.dtype(dtype)
     if x.dtype == target:
         return x
-    if not x.requires_grad:
+    if not _tracked(x) or target.kind not in "fc":
         return Tensor(x.numpy().astype(target))
     source = x.dtype.name
     if x.dtype.kind == "f" and target.kind == "c" and complex_dtype_of(source) != target.name:
@@ -67,7 +78,7 @@ def broadcast_to(x: Any, shape: Sequence[int]) -> Tensor:
         raise ValueError(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}") from None
     if len(shape) < x.ndim or np.broadcast_shapes(x.shape, shape) != shape:
         raise ValueError(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}")
-    if not x.requires_grad:
+    if not _tracked(x):
         return Tensor(np.broadcast_to(x.numpy(), shape))
     offset = len(shape) - x.ndim
     dims = tuple(range(offset, len(shape)))
@@ -144,8 +155,19 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
     if cond.dtype != np.bool_:
         raise TypeError(f"where: condition has dtype {cond.dtype}, expected bool")
     a_t, b_t = _coerce(a, b)
-    shape = np.broadcast_shapes(cond.shape, a_t.shape)
-    cond = Tensor(np.broadcast_to(cond.numpy(), shape))
+    try:
+        shape = np.broadcast_shapes(cond.shape, a_t.shape)
+    except ValueError:
+        raise ValueError(
+            f"where: condition of shape {cond.shape} cannot be broadcast with {a_t.shape}"
+        ) from None
+    if cond.shape != shape and current_capture() is not None:
+        # Traced: a mask computed from the arguments must stay in the graph. Bool values
+        # do not broadcast as ops, so broadcast a 0/1 level and compare it.
+        level = where(cond, np.ones(cond.shape), np.zeros(cond.shape))
+        cond = compare("gt", broadcast_to(level, shape), 0.5)
+    elif cond.shape != shape:
+        cond = Tensor(np.broadcast_to(cond.numpy(), shape))
     return apply1(ops.Select(), cond, broadcast_to(a_t, shape), broadcast_to(b_t, shape))
 
 
@@ -202,6 +224,8 @@ def imag(x: Any) -> Tensor:
 def _normalize_axes(axis: Any, ndim: int, name: str = "axis") -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
+    if not isinstance(axis, (int, np.integer, tuple, list)):
+        raise TypeError(f"{name}: expected None, an int or a tuple of ints, got {axis!r}")
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     normalized = []
     for a in axes:
@@ -230,7 +254,7 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     axes = _normalize_axes(axis, x.ndim)
     count = math.prod(x.shape[a] for a in axes)
     total = sum(x, axis, keepdims)
-    return apply1(ops.Scale(1.0 / count), total) if count else total
+    return apply1(ops.Scale(1.0 / count if count else math.nan), total)  # numpy: empty -> nan
 
 
 def reshape(x: Any, shape: Any) -> Tensor:
@@ -243,7 +267,7 @@ def reshape(x: Any, shape: Any) -> Tensor:
         raise ValueError(f"reshape: cannot reshape array of shape {x.shape} to {shape}") from None
     if target == x.shape:
         return x
-    if not x.requires_grad:
+    if not _tracked(x):
         return Tensor(x.numpy().reshape(target))
     return apply1(ops.Reshape(target, x.shape), x)
 
@@ -254,14 +278,17 @@ def transpose(x: Any, axes: Any = None) -> Tensor:
     if axes is None:
         perm = tuple(reversed(range(x.ndim)))
     else:
-        perm = tuple(int(a) % x.ndim if x.ndim else 0 for a in axes)
+        axes = tuple(axes)
+        if any(not isinstance(a, (int, np.integer)) or not -x.ndim <= a < x.ndim for a in axes):
+            raise ValueError(f"transpose: axes {axes} out of range for {x.ndim} dims")
+        perm = tuple(int(a) % x.ndim for a in axes)
         if sorted(perm) != list(range(x.ndim)):
             raise ValueError(
                 f"transpose: axes {tuple(axes)} are not a permutation of {x.ndim} dims"
             )
     if perm == tuple(range(x.ndim)):
         return x
-    if not x.requires_grad:
+    if not _tracked(x):
         return Tensor(np.transpose(x.numpy(), perm))
     return apply1(ops.Transpose(perm), x)
 
@@ -284,7 +311,12 @@ def matmul(a: Any, b: Any) -> Tensor:
         rhs_c = (0,) if b_t.ndim == 1 else (b_t.ndim - 2,)
         op = ops.DotGeneral(lhs_c, rhs_c, (), (), a_t.shape, b_t.shape)
         return apply1(op, a_t, b_t)
-    batch = np.broadcast_shapes(a_t.shape[:-2], b_t.shape[:-2])
+    try:
+        batch = np.broadcast_shapes(a_t.shape[:-2], b_t.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"matmul: batch dimensions do not broadcast: {a_t.shape} @ {b_t.shape}"
+        ) from None
     a_t = broadcast_to(a_t, batch + a_t.shape[-2:])
     b_t = broadcast_to(b_t, batch + b_t.shape[-2:])
     nb = len(batch)

@@ -189,7 +189,11 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     """
     if isinstance(data, Tensor):
         data = data.numpy()
-    array = np.array(data, dtype=dtype, copy=True)
+    try:
+        array = np.array(data, dtype=dtype, copy=True)
+    except (TypeError, ValueError) as error:  # ragged lists, unknown dtypes, bad strings
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        raise kind(f"tensor: cannot convert the data: {error}") from None
     if array.dtype == object:
         raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} data")
     if requires_grad:

@@ -1,0 +1,149 @@
+"""Fuzzing gradients: compiled == reference, and reference == finite differences.
+
+Runs seeded random programs (``fuzz_programs``) for ``TIDU_FUZZ_SECONDS`` (default 20 s)
+and reports what it tried. Per program:
+
+1. compiled vs reference gradients at the program's dtype;
+2. the same with NaN/inf in the inputs: the IEEE results must agree (``equal_nan``) and
+   no new kernel may be compiled (non-finite values never change which kernel runs);
+3. reference gradients vs central differences, in double precision. A mismatch where
+   two step sizes disagree with each other is a kink (``maximum``, ``where``, a branch
+   cut) met by the perturbation, not a bug: it is counted as skipped.
+
+Reproduce a failure with ``TIDU_FUZZ_SEED=<seed> TIDU_FUZZ_SECONDS=1``.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+from fuzz_programs import FuzzProgram, make_program, wide_dtype
+from fuzz_report import FuzzCounts, budget_seconds, first_seed
+from helpers.numeric import central_difference_grad
+
+import tidu_compile as tc
+from tidu_compile.executors.compiled import CompiledExecutor
+
+
+def gradients(
+    program: FuzzProgram, executor: tc.BackwardExecutor, arrays: list[np.ndarray]
+) -> list[np.ndarray]:
+    inputs = [tc.tensor(a, requires_grad=True) for a in arrays]
+    grads = tc.grad(program.run(inputs), inputs, executor=executor)
+    return [np.zeros_like(a) if g is None else g for a, g in zip(arrays, grads, strict=True)]
+
+
+def mismatch(actual: list[np.ndarray], expected: list[np.ndarray], tol: float) -> str | None:
+    """None when every gradient is close (relative to its largest magnitude), else why."""
+    for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+        if a.shape != e.shape or a.dtype != e.dtype:
+            return f"input {i}: {a.shape} {a.dtype}, expected {e.shape} {e.dtype}"
+        finite = np.isfinite(e)
+        if not np.array_equal(np.isfinite(a), finite):
+            return f"input {i}: non-finite entries differ: {a} vs {e}"
+        if not np.array_equal(np.isnan(a), np.isnan(e)):
+            return f"input {i}: NaN entries differ"
+        if not np.array_equal(a[~finite], e[~finite], equal_nan=True):
+            return f"input {i}: infinite entries differ"
+        scale = max(1.0, float(np.max(np.abs(e[finite]), initial=0.0)))
+        error = float(np.max(np.abs(a[finite] - e[finite]), initial=0.0)) / scale
+        if error > tol:
+            return f"input {i}: error {error:.3g} > {tol:g} (relative to {scale:.3g})"
+    return None
+
+
+def tolerance(dtype: str) -> float:
+    return 5e-3 if dtype in ("float32", "complex64") else 1e-8
+
+
+def finite_differences(program: FuzzProgram, arrays: list[np.ndarray], step: float) -> list:
+    def loss(values: list[np.ndarray]) -> float:
+        with tc.no_grad():
+            return float(program.run([tc.tensor(v) for v in values]).item())
+
+    return [central_difference_grad(loss, arrays, i, step) for i in range(len(arrays))]
+
+
+def check_program(program: FuzzProgram, executor: CompiledExecutor, counts: FuzzCounts) -> None:
+    reference = tc.ReferenceExecutor()
+    arrays = program.arrays()
+    expected = gradients(program, reference, arrays)
+    got = gradients(program, executor, arrays)
+    counts.inputs += 1
+    problem = mismatch(got, expected, tolerance(program.dtype))
+    if problem:
+        counts.fail(f"compiled vs reference: {problem} [{program.describe()}]")
+
+    # Non-finite inputs: IEEE results on both paths, and the very same kernels.
+    poisoned = [a.copy() for a in arrays]
+    rng = np.random.default_rng(program.seed)
+    for a in poisoned:
+        if a.size:
+            a.flat[int(rng.integers(a.size))] = rng.choice([np.nan, np.inf, -np.inf])
+    compiles = executor.stats.compiles
+    with np.errstate(all="ignore"):
+        expected_nf = gradients(program, reference, poisoned)
+        got_nf = gradients(program, executor, poisoned)
+    counts.inputs += 1
+    if executor.stats.compiles != compiles:
+        counts.fail(f"non-finite inputs compiled new kernels [{program.describe()}]")
+    problem = mismatch(got_nf, expected_nf, tolerance(program.dtype))
+    if problem:
+        counts.fail(f"non-finite compiled vs reference: {problem} [{program.describe()}]")
+
+    # Reference vs central differences, in double precision.
+    wide = program.arrays(wide_dtype(program.dtype))
+    reference_wide = gradients(program, reference, wide)
+    numeric = finite_differences(program, wide, 1e-6)
+    counts.inputs += 1
+    numeric = [n.astype(r.dtype) if r.dtype.kind == "c" else n.real.astype(r.dtype)
+               for n, r in zip(numeric, reference_wide, strict=True)]  # fmt: skip
+    problem = mismatch(reference_wide, numeric, 1e-5)
+    if problem:
+        coarse = finite_differences(program, wide, 1e-4)
+        coarse = [c.astype(r.dtype) if r.dtype.kind == "c" else c.real.astype(r.dtype)
+                  for c, r in zip(coarse, reference_wide, strict=True)]  # fmt: skip
+        if mismatch(numeric, coarse, 1e-4):
+            counts.skipped += 1  # the loss is not smooth at this point: no verdict
+        else:
+            counts.fail(f"reference vs finite differences: {problem} [{program.describe()}]")
+
+
+def test_fuzz_compiled_reference_and_finite_differences() -> None:
+    counts = FuzzCounts("gradient fuzzer")
+    executor = CompiledExecutor(cache_dir=False)
+    deadline = time.perf_counter() + budget_seconds()
+    seed = first_seed()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a compile fallback is a finding
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module="numpy")
+        warnings.filterwarnings("ignore", "invalid value|overflow|divide by zero")
+        while time.perf_counter() < deadline or counts.programs < 3:
+            program = make_program(seed)
+            try:
+                check_program(program, executor, counts)
+            except Exception as error:  # noqa: BLE001 - any crash is a finding
+                counts.fail(f"{type(error).__name__}: {error} [{program.describe()}]")
+            counts.programs += 1
+            seed += 1
+    counts.finish()
+    print(counts.line(), f"compiles={executor.stats.compiles}")
+    assert counts.programs >= 3 and counts.inputs >= 9
+    assert not counts.failures, "\n".join(counts.failures[:10])
+    assert counts.skipped <= max(2, counts.programs // 5), "too many non-smooth programs"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_each_dtype_gets_programs(dtype: str) -> None:
+    """The generator really covers every dtype, sincos, composites and matmul."""
+    programs = [make_program(seed, dtype=dtype) for seed in range(40)]
+    assert all(p.dtype == dtype for p in programs)
+    kinds = {s.kind for p in programs for s in p.steps}
+    assert {"unary", "binary", "constant", "reduce", "matmul", "shape", "sincos"} <= kinds
+    assert any(p.composite for p in programs)
+    counts = FuzzCounts(f"smoke {dtype}")
+    check_program(programs[1], CompiledExecutor(cache_dir=False), counts)
+    assert not counts.failures, counts.failures
