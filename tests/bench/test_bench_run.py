@@ -46,7 +46,10 @@ def test_quick_w1_json_structure(quick_w1: tuple[Any, dict[str, Any]]) -> None:
     assert document["options"]["quick"] is True
     assert document["peers"]["torch"]["status"] == "disabled"
     rows = document["workloads"]
-    assert [r["workload"] for r in rows] == ["W1 n=1e3", "W1 n=1e5", "W1 n=1e6"]
+    assert [r["workload"] for r in rows] == [
+        "W1 n=1e3", "W1 n=1e5", "W1 n=1e6",
+        "W1 n=1e3 composite", "W1 n=1e5 composite", "W1 n=1e6 composite",
+    ]  # fmt: skip
     for row in rows:
         assert row["status"] == "ok"
         for column in ("tidu", "numpy"):

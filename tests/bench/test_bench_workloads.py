@@ -103,7 +103,11 @@ def test_suite_and_selection() -> None:
     assert "W1 n=1e7" not in {w.key for w in quick}
     assert {w.group for w in full} == {"W1", "W2", "W3", "W4"}
     assert {w.key for w in select_workloads("W1,w3", quick=True)} == {
-        "W1 n=1e3", "W1 n=1e5", "W1 n=1e6", "W3 f32", "W3 f64"}  # fmt: skip
+        "W1 n=1e3", "W1 n=1e5", "W1 n=1e6", "W3 f32", "W3 f64",
+        "W1 n=1e3 composite", "W1 n=1e5 composite", "W1 n=1e6 composite",
+        "W3 f32 composite", "W3 f64 composite"}  # fmt: skip
+    composite = {w.key: w for w in full if w.recording == "composite"}
+    assert {w.problem for w in composite.values()} <= {w.key for w in full}
     assert [w.key for w in select_workloads("W3 f32")] == ["W3 f32"]
     assert find_workload("W4 500x500").size == 500
     with pytest.raises(ValueError, match="W9"):

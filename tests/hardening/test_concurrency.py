@@ -50,6 +50,10 @@ def _workloads() -> list[tuple[str, Callable[[list[tc.Tensor]], tc.Tensor], list
 WORK = _workloads()
 
 
+def rtol(array: np.ndarray) -> float:
+    return 2e-4 if array.dtype in (np.float32, np.complex64) else 1e-9
+
+
 def gradients(executor: tc.BackwardExecutor, index: int) -> list[np.ndarray]:
     _, function, arrays = WORK[index]
     inputs = [tc.tensor(a, requires_grad=True) for a in arrays]
@@ -74,7 +78,7 @@ def test_eight_threads_match_one_thread_and_compile_each_program_once(
     reference = [gradients(tc.ReferenceExecutor(), i) for i in range(len(WORK))]
     for got, ref in zip(expected, reference, strict=True):
         for g, r in zip(got, ref, strict=True):
-            np.testing.assert_allclose(g, r, rtol=2e-4 if g.dtype in (np.float32, np.complex64) else 1e-9)
+            np.testing.assert_allclose(g, r, rtol=rtol(g))
 
     compiled_digests: Counter[str] = Counter()
     real = pipeline.compile_program
@@ -129,7 +133,7 @@ def test_threads_with_a_tiny_cache_still_agree(fast_switching: None) -> None:
             try:
                 got = gradients(shared, index)
                 for g, e in zip(got, expected[index], strict=True):
-                    np.testing.assert_allclose(g, e, rtol=2e-4 if g.dtype in (np.float32, np.complex64) else 1e-9)
+                    np.testing.assert_allclose(g, e, rtol=rtol(g))
             except Exception as error:  # noqa: BLE001
                 failures.append(f"thread {thread}: {type(error).__name__}: {error}")
             if len(shared.memory) > 3 or len(shared._linearizations) > 3:  # noqa: SLF001

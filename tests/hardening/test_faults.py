@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tidu_compile.tools.examples import EXAMPLES
 
 import tidu_compile as tc
 from tidu_compile.compiler import cache as cache_module
@@ -29,7 +30,6 @@ from tidu_compile.compiler import pipeline
 from tidu_compile.executors.compiled import CompiledExecutor
 from tidu_compile.ops import Mul, Scale
 from tidu_compile.ops.base import TensorOp, apply, linear
-from tidu_compile.tools.examples import EXAMPLES
 
 MLP = EXAMPLES["mlp"]
 

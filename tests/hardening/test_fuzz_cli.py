@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 from fuzz_report import FuzzCounts, budget_seconds, first_seed
 from test_passes_random_programs import random_program
-
 from tidu_compile.tools.cli import main
 
 KERNEL_IR = """func.func @node(%x: tensor<8xf64>, %y: tensor<8xf64>) -> tensor<8xf64> {

@@ -84,6 +84,13 @@ class MemoryCache:
                 self._entries.move_to_end(key)
         return value
 
+    def touch(self, key: Hashable) -> None:
+        """Mark ``key`` as just used (a hit found through another index); cheap."""
+        try:  # noqa: SIM105 - contextlib.suppress costs more than the hit it refreshes
+            self._entries.move_to_end(key)
+        except KeyError:  # evicted meanwhile
+            pass
+
     def put(self, key: Hashable, value: Any) -> None:
         size = int(self.size_of(value)) if self.size_of is not None else 0
         evicted = []

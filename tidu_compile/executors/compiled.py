@@ -81,6 +81,7 @@ class _NodeEntry:
     all_present: bool  # every active output slot has a tangent (the usual case)
     plans: dict[Hashable, Any] = field(default_factory=dict)  # signature -> plan (fast index)
     last: Any = None  # the plan used last: tried first, its argument check is the cache key
+    last_key: Any = None  # its key in the plan LRU (hits through ``last`` refresh it)
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,7 @@ class CompiledExecutor(BackwardExecutor):
         slots = tuple(output_slots)
         entry = self._entries_by_graph.get((id(graph), slots))  # same graph object: fast path
         if entry is not None and entry.recorded is graph:
+            self._linearizations.touch(entry.key)  # an LRU, not a FIFO: hot nodes stay
             return entry.linear
         key = (graph.input_keys, graph.output_keys, slots)  # structure: any equal graph
         entry = self._linearizations.get(key)
@@ -273,6 +275,7 @@ class CompiledExecutor(BackwardExecutor):
                     not last.unread or _unread_match(saved, last.unread)
                 ):
                     self.stats.memory_hits += 1
+                    self.memory.touch(entry.last_key)
                     if last.fallbacks:
                         self.stats.fallbacks += last.fallbacks
                     return last.plan.run_matching(args)
@@ -293,12 +296,14 @@ class CompiledExecutor(BackwardExecutor):
         compiled = entry.plans.get(signature)
         if compiled is None:
             compiled = self._compile(entry, signature, seeds, saved)
-        elif compiled is not _REFERENCE_ONLY:
-            self.stats.memory_hits += 1
+        else:
+            self.memory.touch((entry, signature))
+            if compiled is not _REFERENCE_ONLY:
+                self.stats.memory_hits += 1
         if compiled is _REFERENCE_ONLY:
             return self._run_reference(linear, cotangent_out, external_data, ctx)
         if entry.plans.get(signature) is compiled:  # not evicted at once (a byte bound)
-            entry.last = compiled
+            entry.last, entry.last_key = compiled, (entry, signature)
         args = [seeds[i] if is_seed else saved[i] for is_seed, i in compiled.arg_sources]
         if compiled.fallbacks:
             self.stats.fallbacks += compiled.fallbacks

@@ -11,6 +11,12 @@ Every workload is a scalar loss of a few random inputs. For each one this module
   differentiated input (``grad_inputs``), which is what the benchmark times for numpy
   and what every other gradient is checked against.
 
+The hand-written W1 and W4 backward passes start from the inputs and recompute the
+transcendentals (``exp``, ``tanh``), as the reference figures of the performance issue
+do and as tidu's kernels do; W2 and W3 reuse the forward's values. Rows named
+``composite`` record the loss with ``tidu_compile.function`` (one tape node); they share
+the numpy, torch and jax columns of the per-op row.
+
 W1 ``sum(tanh(x*y + exp(-x)) * y)``; W2 a chain of scalar (0-d) mul/add/sin ops;
 W3 an MLP loss ``sum((tanh(X@W1 + b1)@W2 + b2 - Y)**2)``; W4 ``sum(exp(A - v[None,:])**2)``.
 """
@@ -120,32 +126,49 @@ def _rng(seed: int, salt: int) -> np.random.Generator:
 # ------------------------------------------------------------------ W1
 
 
-def make_w1(n: int) -> Workload:
+def _recorded(loss: Callable[..., Any], composite: bool) -> Callable[..., Any]:
+    """``loss`` itself (per-op recording) or wrapped once by ``tidu_compile.function``."""
+    if not composite:
+        return loss
+    import tidu_compile as tc
+
+    function = getattr(tc, "function", None)
+    if function is None:
+        raise NotImplementedError(COMPOSITE_UNAVAILABLE)
+    return function(loss)  # type: ignore[no-any-return]
+
+
+def make_w1(n: int, composite: bool = False) -> Workload:
     """W1: ``sum(tanh(x*y + exp(-x)) * y)`` on two f64 vectors of length ``n``."""
 
     def make_inputs(seed: int) -> list[np.ndarray]:
         rng = _rng(seed, 1)
         return [rng.standard_normal(n), rng.standard_normal(n)]
 
-    def tidu_loss(x: Any, y: Any) -> Any:
+    def loss(x: Any, y: Any) -> Any:
         import tidu_compile as tc
 
         return tc.sum(tc.tanh(x * y + tc.exp(-x)) * y)
 
+    def tidu_loss(x: Any, y: Any) -> Any:
+        return _recorded(loss, composite)(x, y)
+
     def numpy_forward(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
-        e = np.exp(-x)
-        t = np.tanh(x * y + e)
-        return x, y, e, t
+        return x, y
 
     def numpy_backward(saved: tuple[np.ndarray, ...]) -> list[np.ndarray]:
-        x, y, e, t = saved
+        x, y = saved
+        e = np.exp(-x)
+        t = np.tanh(x * y + e)
         ds = y * (1.0 - t * t)  # d loss / d (x*y + exp(-x))
         return [ds * (y - e), ds * x + t]
 
+    recording = "composite" if composite else "per-op"
+    suffix = " composite" if composite else ""
     return Workload(
-        key=f"W1 n={_sci(n)}",
+        key=f"W1 n={_sci(n)}{suffix}",
         group="W1",
-        description="sum(tanh(x*y + exp(-x)) * y), f64",
+        description=f"sum(tanh(x*y + exp(-x)) * y), f64, {recording}",
         dtype="float64",
         input_names=("x", "y"),
         grad_inputs=(0, 1),
@@ -154,6 +177,8 @@ def make_w1(n: int) -> Workload:
         tidu_loss=tidu_loss,
         numpy_forward=numpy_forward,
         numpy_backward=numpy_backward,
+        recording=recording,
+        peer_key=f"W1 n={_sci(n)}",
     )
 
 
@@ -261,7 +286,12 @@ def make_w2(ops: int = 1000, composite: bool = False) -> Workload:
 
 
 def make_w3(
-    dtype: str, batch: int = 256, features: int = 512, hidden: int = 512, outputs: int = 10
+    dtype: str,
+    batch: int = 256,
+    features: int = 512,
+    hidden: int = 512,
+    outputs: int = 10,
+    composite: bool = False,
 ) -> Workload:
     """W3: MLP loss ``sum((tanh(X@W1 + b1)@W2 + b2 - Y)**2)``; gradients of W1, b1, W2, b2."""
     np_dtype = np.dtype(dtype)
@@ -276,10 +306,13 @@ def make_w3(
         return [(rng.standard_normal(s) * c).astype(np_dtype)
                 for s, c in zip(shapes, scales, strict=True)]  # fmt: skip
 
-    def tidu_loss(x: Any, w1: Any, b1: Any, w2: Any, b2: Any, y: Any) -> Any:
+    def loss(x: Any, w1: Any, b1: Any, w2: Any, b2: Any, y: Any) -> Any:
         import tidu_compile as tc
 
         return tc.sum((tc.tanh(x @ w1 + b1) @ w2 + b2 - y) ** 2)
+
+    def tidu_loss(*args: Any) -> Any:
+        return _recorded(loss, composite)(*args)
 
     def numpy_forward(
         x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray,
@@ -297,8 +330,9 @@ def make_w3(
         return [x.T @ dz, dz.sum(axis=0), h.T @ dp, dp.sum(axis=0)]
 
     size_text = "" if default else f" {batch}x{features}x{hidden}x{outputs}"
+    recording = "composite" if composite else "per-op"
     return Workload(
-        key=f"W3 {short}{size_text}",
+        key=f"W3 {short}{size_text}{' composite' if composite else ''}",
         group="W3",
         description=f"MLP sum((tanh(X@W1+b1)@W2+b2-Y)**2), X {batch}x{features}, "
         f"W1 {features}x{hidden}, W2 {hidden}x{outputs}, {short}",
@@ -310,13 +344,15 @@ def make_w3(
         tidu_loss=tidu_loss,
         numpy_forward=numpy_forward,
         numpy_backward=numpy_backward,
+        recording=recording,
+        peer_key=f"W3 {short}{size_text}",
     )
 
 
 # ------------------------------------------------------------------ W4
 
 
-def make_w4(rows: int = 2000, cols: int | None = None) -> Workload:
+def make_w4(rows: int = 2000, cols: int | None = None, composite: bool = False) -> Workload:
     """W4: ``sum(exp(A - v[None, :])**2)``, A ``rows x cols`` f64, v ``cols``."""
     width = rows if cols is None else cols
 
@@ -324,20 +360,26 @@ def make_w4(rows: int = 2000, cols: int | None = None) -> Workload:
         rng = _rng(seed, 4)
         return [rng.standard_normal((rows, width)), rng.standard_normal(width)]
 
-    def tidu_loss(a: Any, v: Any) -> Any:
+    def loss(a: Any, v: Any) -> Any:
         import tidu_compile as tc
 
         return tc.sum(tc.exp(a - v) ** 2)
 
-    def numpy_forward(a: np.ndarray, v: np.ndarray) -> np.ndarray:
-        return np.exp(a - v[None, :])
+    def tidu_loss(a: Any, v: Any) -> Any:
+        return _recorded(loss, composite)(a, v)
 
-    def numpy_backward(e: np.ndarray) -> list[np.ndarray]:
+    def numpy_forward(a: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return a, v
+
+    def numpy_backward(saved: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
+        a, v = saved
+        e = np.exp(a - v[None, :])
         da = 2.0 * e * e  # d exp(d)**2 / dd = 2 exp(d)**2
         return [da, -da.sum(axis=0)]
 
+    recording = "composite" if composite else "per-op"
     return Workload(
-        key=f"W4 {rows}x{width}",
+        key=f"W4 {rows}x{width}{' composite' if composite else ''}",
         group="W4",
         description=f"sum(exp(A - v[None,:])**2), A {rows}x{width} f64",
         dtype="float64",
@@ -348,6 +390,8 @@ def make_w4(rows: int = 2000, cols: int | None = None) -> Workload:
         tidu_loss=tidu_loss,
         numpy_forward=numpy_forward,
         numpy_backward=numpy_backward,
+        recording=recording,
+        peer_key=f"W4 {rows}x{width}",
     )
 
 
@@ -357,13 +401,18 @@ def make_w4(rows: int = 2000, cols: int | None = None) -> Workload:
 def all_workloads(quick: bool = False) -> list[Workload]:
     """The benchmark's rows in order; ``quick`` drops n=1e7 and uses a small W4."""
     sizes = (10**3, 10**5, 10**6) if quick else (10**3, 10**5, 10**6, 10**7)
+    rows = 500 if quick else 2000
     return [
         *(make_w1(n) for n in sizes),
+        *(make_w1(n, composite=True) for n in sizes),
         make_w2(1000),
         make_w2(1000, composite=True),
         make_w3("float32"),
         make_w3("float64"),
-        make_w4(500 if quick else 2000),
+        make_w3("float32", composite=True),
+        make_w3("float64", composite=True),
+        make_w4(rows),
+        make_w4(rows, composite=True),
     ]
 
 
