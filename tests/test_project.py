@@ -45,3 +45,23 @@ def test_no_source_file_is_too_long() -> None:
         if (count := len(path.read_text().splitlines())) > 650
     ]
     assert not too_long, f"split these files by responsibility: {too_long}"
+
+
+def _tool(name: str) -> str:
+    return str(Path(sys.executable).with_name(name))
+
+
+def test_ruff_is_clean() -> None:
+    result = subprocess.run(
+        [_tool("ruff"), "check", "tidu_compile", "dialects", "passes", "tools", "tests"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_is_clean() -> None:
+    result = subprocess.run(
+        [_tool("mypy"), "tidu_compile", "dialects", "passes", "tools"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr

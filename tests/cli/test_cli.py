@@ -85,7 +85,8 @@ def test_dump_one_node_of_an_example_as_dot() -> None:
     assert result.stdout.count("digraph") == 1
     assert "node 2:" in result.stdout and "node 3:" not in result.stdout
     if shutil.which("dot"):
-        body = "\n".join(l for l in result.stdout.splitlines() if not l.startswith("//"))
+        lines = result.stdout.splitlines()
+        body = "\n".join(line for line in lines if not line.startswith("//"))
         rendered = subprocess.run(["dot", "-Tsvg"], input=body, capture_output=True, text=True)
         assert rendered.returncode == 0, rendered.stderr
 
@@ -156,7 +157,7 @@ def test_passes_lists_every_pass_with_a_description() -> None:
     result = run("passes")
     assert result.returncode == 0, result.stderr
     for name in ("tidu-fuse-elementwise", "tidu-lower-to-loops", "convert-arith-to-llvm"):
-        line = next(l for l in result.stdout.splitlines() if l.startswith(name))
+        line = next(text for text in result.stdout.splitlines() if text.startswith(name))
         assert len(line.split(maxsplit=1)) == 2
 
 

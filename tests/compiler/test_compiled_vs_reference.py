@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from op_cases import DIFFERENTIABLE_CASES, Case, params
+from tidu_compile.tools.examples import EXAMPLES
 
 import tidu_compile as tc
 from tidu_compile.executors.compiled import CompiledExecutor
 from tidu_compile.frontend.tensor import apply_op
-from tidu_compile.tools.examples import EXAMPLES
 
 REFERENCE = tc.ReferenceExecutor()
 

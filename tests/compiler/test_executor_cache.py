@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tidu_compile.tools.examples import EXAMPLES
 
 import tidu_compile as tc
 from tidu_compile.executors.compiled import CompiledExecutor, CompileForbiddenError
-from tidu_compile.tools.examples import EXAMPLES
 
 MLP = EXAMPLES["mlp"]
 
@@ -85,7 +85,9 @@ def test_corrupted_entries_are_recompiled(tmp_path: Path) -> None:
     assert all(np.allclose(a, b, rtol=1e-12) for a, b in zip(expected, got, strict=True))
 
 
-def test_memory_only_executor_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_memory_only_executor_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TIDU_COMPILE_CACHE_DIR", str(tmp_path))
     executor = CompiledExecutor(cache_dir=False)
     mlp_gradients(executor)
@@ -112,7 +114,8 @@ def test_threads_share_one_executor(tmp_path: Path) -> None:
     def work(seed: int) -> None:
         for _ in range(5):
             got = mlp_gradients(executor, seed)
-            if not all(np.allclose(a, b, rtol=1e-12) for a, b in zip(expected[seed], got)):
+            pairs = zip(expected[seed], got, strict=True)
+            if not all(np.allclose(a, b, rtol=1e-12) for a, b in pairs):
                 failures.append(f"thread {seed}: wrong gradients")
 
     threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]

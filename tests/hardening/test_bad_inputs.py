@@ -85,7 +85,7 @@ def test_zero_size_arrays(
 
 def test_mean_of_nothing_is_nan_like_numpy() -> None:
     x = tc.tensor(np.ones((3, 0)), requires_grad=True)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning, match="empty"):
         assert np.isnan(tc.mean(x).item()) and np.isnan(np.mean(np.ones((3, 0))))
         assert np.all(np.isnan(tc.mean(x, axis=1).numpy()))
 

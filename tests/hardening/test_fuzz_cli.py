@@ -87,7 +87,7 @@ def mutate(rng: np.random.Generator, text: str) -> str:
     return text
 
 
-class Hang(Exception):
+class Hang(BaseException):  # not an Exception: the CLI must not swallow it
     pass
 
 
@@ -122,6 +122,7 @@ def test_fuzz_opt_with_random_ir(tmp_path: Path) -> None:
     deadline = time.perf_counter() + budget_seconds(10.0)
     seed = first_seed()
     outcomes = {0: 0, 2: 0}
+    slowest = (0.0, -1)
     path = tmp_path / "fuzz.mlir"
     while time.perf_counter() < deadline or counts.inputs < 30:
         rng = np.random.default_rng(seed)
@@ -131,9 +132,11 @@ def test_fuzz_opt_with_random_ir(tmp_path: Path) -> None:
         args = ["opt", str(path)] + (["-p", pipeline] if pipeline else [])
         if rng.random() < 0.2:
             args.append("--print-between-passes")
+        started = time.perf_counter()
         try:
             with alarm(10):
                 status, _, err = run_cli(args)
+            slowest = max(slowest, (time.perf_counter() - started, seed))
             if status not in outcomes:
                 counts.fail(f"seed {seed}: exit status {status}: {err[:300]}")
             elif status == 2 and ("Traceback" in err or len(err.strip().splitlines()) != 1):
@@ -145,7 +148,7 @@ def test_fuzz_opt_with_random_ir(tmp_path: Path) -> None:
         counts.inputs += 1
         seed += 1
     counts.finish()
-    print(counts.line(), outcomes)
+    print(counts.line(), outcomes, f"slowest input: {slowest[0]:.2f}s (seed {slowest[1]})")
     assert outcomes[2] > 0  # the mutations really produce bad IR
     assert not counts.failures, "\n".join(counts.failures[:10])
 
@@ -159,8 +162,10 @@ def test_fuzz_opt_with_random_ir(tmp_path: Path) -> None:
         (KERNEL_IR.encode() * 2, ["-p", "cse"]),
         (b"builtin.module {" * 2000, []),
         (KERNEL_IR.encode(), ["-p", ","]),
+        (KERNEL_IR.replace("  %1", '" %1', 1).encode() + b"x" * 200, []),
     ],
-    ids=["empty", "binary", "bom", "duplicate-symbol", "deep-nesting", "empty-pass"],
+    ids=["empty", "binary", "bom", "duplicate-symbol", "deep-nesting", "empty-pass",
+         "unterminated-string"],  # fmt: skip
 )
 def test_opt_rejects_odd_files(tmp_path: Path, content: bytes, args: list[str]) -> None:
     path = tmp_path / "odd.mlir"
@@ -179,7 +184,7 @@ def test_opt_on_a_directory_and_dump_input_specs(tmp_path: Path) -> None:
     model.write_text("import tidu_compile as tc\ndef f(x):\n    return tc.sum(tc.sin(x))\n")
     for spec, message in [("x=3x:f64", "bad shape"), ("x=-1:f64", "negative"),
                           ("x=3:i32", "unknown dtype"), ("3=3:f64", "NAME=SHAPE"),
-                          ("y=3:f64", "unknown y")]:  # fmt: skip
+                          ("y=3:f64", "missing x")]:  # fmt: skip
         status, _, err = run_cli(["dump", f"{model}:f", "--input", spec, "--stage", "graph"])
         assert status == 2 and message in err, (spec, err)
     status, out, err = run_cli(["dump", f"{model}:f", "--input", "x=0:f64", "--stage", "asm"])

@@ -100,6 +100,7 @@ def _fits(matches: bool, artifact: Any, program: Any) -> bool:
     plan = getattr(artifact, "plan", None)
     return (
         matches
+        and plan is not None
         and getattr(plan, "arg_count", None) == program.arg_count
         and tuple(plan.types[: program.arg_count]) == program.types[: program.arg_count]
     )
@@ -152,13 +153,14 @@ def _type_problem(
         if saved is not None and saved != expected:
             return ValueError(f"saved data: output {slot} of {recorded!r} is {saved}, "
                               f"expected {expected}")  # fmt: skip
-    slots = [s for s, t in zip(entry.key[2], entry.linear.tangent_outputs, strict=True)
+    active_slots: tuple[int, ...] = entry.key[2]  # type: ignore[index]
+    slots = [s for s, t in zip(active_slots, entry.linear.tangent_outputs, strict=True)
              if t is not None]  # fmt: skip
     for index, (slot, got) in enumerate(zip(slots, seed_types, strict=True)):
         expected = outputs[slot]
         if got != expected:
-            error = ValueError if got.shape != expected.shape else TypeError
-            return error(
+            mismatch = ValueError if got.shape != expected.shape else TypeError
+            return mismatch(
                 f"cotangent_out[{index}]: the cotangent of output {slot} of {recorded!r} "
                 f"is {got}, expected {expected}"
             )
@@ -293,7 +295,7 @@ class CompiledExecutor(BackwardExecutor):
                         f"cotangent_out[{index}]: expected an array, got {type(seed).__name__}"
                     ) from None
             return self._run_reference(linear, cotangent_out, external_data, ctx)
-        compiled = entry.plans.get(signature)
+        compiled: Any = entry.plans.get(signature)
         if compiled is None:
             compiled = self._compile(entry, signature, seeds, saved)
         else:
@@ -369,7 +371,7 @@ class CompiledExecutor(BackwardExecutor):
         if any(0 in t.shape for t in program.types):  # xDSL cannot lower zero-size memrefs
             raise UnsupportedNode("a zero-size value: numpy runs the node (there is no work)")
         digest = pipeline.program_digest(program)
-        artifact = self.disk.get(digest) if self.disk is not None else None
+        artifact: Any = self.disk.get(digest) if self.disk is not None else None
         bound = None
         if artifact is not None and _fits(pipeline.artifact_matches(artifact, digest), artifact,
                                           program):  # fmt: skip
@@ -417,6 +419,8 @@ class CompiledExecutor(BackwardExecutor):
         return self._reference.run_transposed_linear(linear, cotangent_out, residuals, ctx)
 
     def _forget_plan(self, key: Hashable, plan: Any) -> None:
+        entry: _NodeEntry
+        signature: Hashable
         entry, signature = key  # type: ignore[misc]
         entry.plans.pop(signature, None)
         if entry.last is plan:

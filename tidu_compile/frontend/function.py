@@ -120,7 +120,8 @@ class _Traced:
         for local_id, data in zip(graph.inputs, inputs, strict=True):
             values[local_id] = data
         for node in graph.operations:
-            results = node.operation.evaluate(*(values[r.id] for r in node.inputs))
+            # A traced graph has no parents: every input ref is Local.
+            results = node.operation.evaluate(*(values[r.id] for r in node.inputs))  # type: ignore[union-attr]
             for local_id, result in zip(node.outputs, results, strict=True):
                 values[local_id] = np.asarray(result)
         return values
