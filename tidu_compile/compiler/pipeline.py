@@ -122,9 +122,14 @@ def run_passes(
     callback: Callable[[ModulePass | None, ModuleOp, ModulePass | None], None] | None = None,
 ) -> ModuleOp:
     """Run a comma-separated pass pipeline in place, verifying after every pass."""
+    from xdsl.utils.exceptions import ArgSpecParseError
+
     context = context or tidu_context()
     available = available_passes()
-    passes = PassPipeline.parse_spec(available, spec).passes
+    try:
+        passes = PassPipeline.parse_spec(available, spec).passes
+    except ArgSpecParseError as error:  # a BaseException in xDSL 0.74: make it an error
+        raise ValueError(f"bad pass pipeline {spec!r}: {error}") from None
 
     def verify_after(
         previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
