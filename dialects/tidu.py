@@ -30,6 +30,7 @@ from .tidu_base import (
     tensor_type,
     with_element_type,
 )
+from .tidu_constant import ConstantOp
 from .tidu_elementwise import (
     COMPARE_DIRECTIONS,
     AddOp,
@@ -37,7 +38,6 @@ from .tidu_elementwise import (
     CompareOp,
     ComplexPartOperation,
     ConjOp,
-    ConstantOp,
     ConvertOp,
     CosOp,
     DivOp,

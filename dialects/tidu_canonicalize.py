@@ -44,10 +44,10 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from .tidu_base import array_values, element_type, is_real_element
+from .tidu_constant import ConstantOp
 from .tidu_elementwise import (
     AddOp,
     ConjOp,
-    ConstantOp,
     FullLikeOp,
     MulOp,
     NegOp,

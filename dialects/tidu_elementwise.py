@@ -15,7 +15,6 @@ from typing import ClassVar
 from xdsl.dialects.builtin import FloatAttr, StringAttr, UnitAttr, f64, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
-    IRDLOperation,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
@@ -25,7 +24,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import Commutative, ConstantLike, Pure
+from xdsl.traits import Commutative, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from .tidu_base import (
@@ -44,7 +43,6 @@ from .tidu_base import (
     real_part_type,
     scalar_properties,
     verify_literal_fits,
-    verify_value_type,
     with_element_type,
 )
 
@@ -518,58 +516,6 @@ class ConvertOp(UnaryElementwiseOperation):
             )
 
 
-# ---------------------------------------------------------------------------------
-# Constants
-# ---------------------------------------------------------------------------------
-
-
-@irdl_op_definition
-class ConstantOp(IRDLOperation):
-    """A splat constant, a static tensor or (inside a kernel body) a scalar.
-
-    The value is stored as the f64 properties `re` and `im`; it prints as one number
-    when `im` is 0 and as a pair otherwise.
-
-        %c = tidu.constant 1.500000e+00 : tensor<4x8xf64>
-        %z = tidu.constant (1.000000e+00, -2.000000e+00) : complex<f64>
-    """
-
-    name = "tidu.constant"
-
-    re = prop_def(FloatAttr.constr(f64))
-    im = prop_def(FloatAttr.constr(f64))
-    result = result_def()
-
-    traits = traits_def(Pure(), ConstantLike())
-
-    def __init__(self, value: complex | float, result_type: Attribute) -> None:
-        super().__init__(result_types=[result_type], properties=scalar_properties(value))
-
-    @property
-    def value(self) -> complex:
-        return complex(self.re.value.data, self.im.value.data)
-
-    def verify_(self) -> None:
-        verify_value_type(self, "result", self.result.type, allow_scalar=True)
-        element = element_type(self.result.type)
-        verify_literal_fits(self, "value", element, self.re.value.data, self.im.value.data)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_scalar_literal(printer, self.re.value.data, self.im.value.data)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ConstantOp:
-        properties = parse_scalar_literal(parser)
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        result_type = parser.parse_type()
-        return cls.create(result_types=[result_type], properties=properties, attributes=attributes)
-
-
 __all__ = [
     "COMPARE_DIRECTIONS",
     "AddOp",
@@ -577,7 +523,6 @@ __all__ = [
     "ComplexPartOperation",
     "CompareOp",
     "ConjOp",
-    "ConstantOp",
     "ConvertOp",
     "CosOp",
     "DivOp",

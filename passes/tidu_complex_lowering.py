@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from tidu_compile.dialects import tidu_constant
 from tidu_compile.dialects import tidu_elementwise as ew
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import AnyFloat, ComplexType, i1
@@ -136,7 +137,7 @@ def _shift(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar
 
 
 def _full_like(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
-    assert isinstance(op, ew.FullLikeOp | ew.ConstantOp)
+    assert isinstance(op, ew.FullLikeOp | tidu_constant.ConstantOp)
     return [_literal(emit, op.value, op.result.type)]
 
 
@@ -196,7 +197,7 @@ COMPLEX_LOWERINGS: dict[type[Operation], ComplexLowering] = {
     ew.ScaleOp: _scale,
     ew.ShiftOp: _shift,
     ew.FullLikeOp: _full_like,
-    ew.ConstantOp: _full_like,
+    tidu_constant.ConstantOp: _full_like,
     ew.SelectOp: _select_op,
     ew.CompareOp: _compare,
     ew.ConvertOp: _convert,

@@ -67,7 +67,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tidu_compile.dialects.tidu_base import array_values, element_type
-from tidu_compile.dialects.tidu_elementwise import ConstantOp, FullLikeOp
+from tidu_compile.dialects.tidu_constant import ConstantOp
+from tidu_compile.dialects.tidu_elementwise import FullLikeOp
 from tidu_compile.dialects.tidu_kernel import KernelOp, YieldOp
 from tidu_compile.dialects.tidu_shape import BroadcastInDimOp, ReduceSumOp
 from xdsl.context import Context

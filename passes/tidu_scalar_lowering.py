@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from tidu_compile.dialects import tidu_constant
 from tidu_compile.dialects import tidu_elementwise as ew
 from tidu_compile.dialects.tidu_base import is_complex_element
 from xdsl.dialects import arith, math
@@ -138,7 +139,7 @@ def _full_like(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[
 
 
 def _constant(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
-    assert isinstance(op, ew.ConstantOp)
+    assert isinstance(op, tidu_constant.ConstantOp)
     return [constant(emit, op.value.real, op.result.type)]
 
 
@@ -182,7 +183,7 @@ SCALAR_LOWERINGS: dict[type[Operation], ScalarLowering] = {
     ew.ScaleOp: _scale,
     ew.ShiftOp: _shift,
     ew.FullLikeOp: _full_like,
-    ew.ConstantOp: _constant,
+    tidu_constant.ConstantOp: _constant,
     ew.ConvertOp: _convert,
 }
 """tidu op class -> builder of its arith/math equivalent on real (or i1) scalars."""
