@@ -138,7 +138,9 @@ def test_threads_with_a_tiny_cache_still_agree(fast_switching: None, tmp_path: P
                     np.testing.assert_allclose(g, e, rtol=rtol(g))
             except Exception as error:  # noqa: BLE001
                 failures.append(f"thread {thread}: {type(error).__name__}: {error}")
-            if len(shared.memory) > 3 or len(shared._linearizations) > 3:  # noqa: SLF001
+            # Read without the cache's lock, a put may be caught between its insert and
+            # its eviction: at most one extra entry per thread is transient, not growth.
+            if len(shared.memory) > 3 + 4 or len(shared._linearizations) > 3 + 4:  # noqa: SLF001
                 failures.append("a cache grew past its bound")
 
     threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
@@ -147,3 +149,4 @@ def test_threads_with_a_tiny_cache_still_agree(fast_switching: None, tmp_path: P
     for thread in threads:
         thread.join(timeout=600)
     assert not failures, failures[:5]
+    assert len(shared.memory) <= 3 and len(shared._linearizations) <= 3  # noqa: SLF001
