@@ -7,7 +7,9 @@ sorts the nodes reachable from an output, visits them in reverse and, per node, 
 
 1. linearize the node for its active output slots (``linearize_recorded_graph``),
 2. evaluate the residuals of that linear graph from the saved data (``execute_forward``),
-3. run the transposed linear map on the incoming cotangents (``run_transposed_linear``),
+3. run the transposed linear map on the incoming cotangents (``run_transposed_linear``;
+   for a node with inputs that need no gradient, ``run_transposed_linear_for``, which
+   tells the executor which cotangents will be read),
 
 then accumulates the input cotangents with ``add_operands``. The tape never looks at the
 operands themselves: a scalar primitive set with float operands works as well as numpy.
@@ -164,7 +166,7 @@ class _Edge:
 class Trace:
     """One tape node: a recorded graph, its input edges, output keys and saved data."""
 
-    __slots__ = ("graph", "inputs", "output_keys", "saved_values", "__weakref__")
+    __slots__ = ("graph", "inputs", "needed_inputs", "output_keys", "saved_values", "__weakref__")
 
     def __init__(
         self,
@@ -177,6 +179,9 @@ class Trace:
         self.inputs = inputs
         self.output_keys = output_keys
         self.saved_values = saved_values
+        needed = tuple(edge.requires_grad for edge in inputs)
+        #: Which inputs' cotangents ``backward`` reads; None when all of them.
+        self.needed_inputs: tuple[bool, ...] | None = None if all(needed) else needed
 
     def __repr__(self) -> str:
         return f"Trace({self.graph!r})"
@@ -259,6 +264,21 @@ class BackwardExecutor(ABC):
         """Linearize one node; override to memoize per node structure."""
         return graph.linearize(output_slots, ctx)
 
+    def run_transposed_linear_for(
+        self,
+        linear: LinearizedGraph,
+        cotangent_out: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+        ctx: Any,
+        needed: Sequence[bool],
+    ) -> list:
+        """``run_transposed_linear`` when only the cotangents of inputs with ``needed[i]``
+        will be read (the others may be None); ``backward`` calls it for nodes with
+        inputs that need no gradient. The default computes them all; an executor may
+        override it to skip the work (a tidu_compile addition to tidu's protocol).
+        """
+        return self.run_transposed_linear(linear, cotangent_out, external_data, ctx)
+
 
 def _reverse_topological(output_trace: Trace) -> list[Trace]:
     """Nodes reachable from ``output_trace``, consumers first (iterative DFS)."""
@@ -336,9 +356,12 @@ def backward(
             continue
         linear = executor.linearize_recorded_graph(node.graph, slots, ctx)
         forward = executor.execute_forward(linear.primitive_graph, node.saved_values)
-        results = executor.run_transposed_linear(
-            linear, [incoming[s] for s in slots], forward, ctx
-        )
+        cts = [incoming[s] for s in slots]
+        needed = node.needed_inputs
+        if needed is None:
+            results = executor.run_transposed_linear(linear, cts, forward, ctx)
+        else:
+            results = executor.run_transposed_linear_for(linear, cts, forward, ctx, needed)
         if len(results) != len(node.inputs):
             raise ValueError(
                 f"executor {type(executor).__name__}.run_transposed_linear returned "

@@ -7,6 +7,7 @@ import pytest
 
 import tidu_compile as tc
 from tidu_compile.compiler import parallel
+from tidu_compile.compiler.plan import KernelStep
 from tidu_compile.executors.compiled import CompiledExecutor
 
 REFERENCE = tc.ReferenceExecutor()
@@ -21,9 +22,9 @@ def broadcast_loss(a: tc.Tensor, v: tc.Tensor, w: tc.Tensor) -> tc.Tensor:
 @pytest.mark.parametrize("threads", [1, 2, 3, 7])
 def test_threaded_kernels_match_reference(threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TIDU_COMPILE_THREADS", str(threads))
+    monkeypatch.setattr(parallel, "PARALLEL_WORK", 1)  # split every chunked kernel
     rng = np.random.default_rng(threads)
-    rows, cols = 301, 257  # > PARALLEL_THRESHOLD elements, rows not divisible by threads
-    assert rows * cols >= parallel.PARALLEL_THRESHOLD
+    rows, cols = 301, 257  # rows not divisible by the thread counts
     a = tc.tensor(rng.standard_normal((rows, cols)), requires_grad=True)
     v = tc.tensor(rng.standard_normal(cols), requires_grad=True)
     w = tc.tensor(rng.standard_normal((rows, 1)), requires_grad=True)
@@ -44,3 +45,46 @@ def test_thread_count_setting(monkeypatch: pytest.MonkeyPatch) -> None:
         parallel.thread_count()
     monkeypatch.delenv("TIDU_COMPILE_THREADS")
     assert 1 <= parallel.thread_count() <= 8
+
+
+def _kernel_steps(executor: CompiledExecutor) -> list[KernelStep]:
+    return [
+        step
+        for entry in executor._entries_by_linear.values()  # noqa: SLF001 - inspecting plans
+        for compiled in entry.plans.values()
+        for step in compiled.plan.plan.steps
+        if isinstance(step, KernelStep)
+    ]
+
+
+def test_work_counts_the_expanded_math() -> None:
+    x = tc.tensor(np.linspace(-1.0, 1.0, 1000), requires_grad=True)
+    cheap, costly = CompiledExecutor(False), CompiledExecutor(False)
+    tc.grad(tc.sum(x * 3.0), [x], executor=cheap)
+    tc.grad(tc.function(lambda t: tc.sum(tc.exp(t)))(x), [x], executor=costly)
+    cheap_work = max(s.work for s in _kernel_steps(cheap))
+    costly_work = max(s.work for s in _kernel_steps(costly))
+    for step in _kernel_steps(cheap) + _kernel_steps(costly):
+        assert step.work % step.domain_size == 0 and step.work >= step.domain_size
+    assert costly_work >= 20 * 1000 and costly_work > 2 * cheap_work  # exp: a polynomial
+
+
+def test_only_costly_kernels_use_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIDU_COMPILE_THREADS", "2")
+    used: list[int] = []
+    real_pool = parallel._get_pool  # noqa: SLF001
+
+    def spy(workers: int) -> object:
+        used.append(workers)
+        return real_pool(workers)
+
+    monkeypatch.setattr(parallel, "_get_pool", spy)
+    x = tc.tensor(np.linspace(-1.0, 1.0, 4096), requires_grad=True)
+    loss = tc.function(lambda t: tc.sum(tc.tanh(t) * t))(x)
+    executor = CompiledExecutor(False)
+    tc.grad(loss, [x], executor=executor)
+    (work,) = [s.work for s in _kernel_steps(executor)]
+    assert work < parallel.PARALLEL_WORK and used == []
+    monkeypatch.setattr(parallel, "PARALLEL_WORK", work)
+    tc.grad(loss, [x], executor=executor)
+    assert used == [1]  # one pool thread beside the calling one

@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 #: Bump when generated code or the artifact format changes: old disk entries become misses.
-PIPELINE_VERSION = "5"
+PIPELINE_VERSION = "6"
 
 STAGES = (
     "graph", "linear", "transposed", "tidu", "fused", "loops", "llvm", "llvm-ir", "opt-ir", "asm",

@@ -5,7 +5,8 @@ A plan is a list of steps over a table of buffers (numpy arrays). Buffers
 writes others:
 
 * ``KernelStep``: a native function compiled from one fused ``tidu.kernel``; called
-  through ctypes with one pointer per buffer (inputs, then freshly allocated outputs).
+  through ctypes with one pointer per buffer (inputs, then freshly allocated outputs:
+  ``np.empty``, or the recycled memory of ``compiler.buffers`` for large ones).
 * ``LibraryStep``: a primitive evaluated by numpy between kernels: contractions
   (``dot_general`` runs on numpy's BLAS) and any op the compiler does not lower
   (counted as a fallback).
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.backend.array_entry import ENTRY_SUFFIX, array_data_offset
+from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.parallel import run_chunked
 from tidu_compile.ops.base import TensorType
 
@@ -54,13 +56,21 @@ def _native_copy(array: Any, dtype: np.dtype) -> np.ndarray:
     return np.array(array, dtype=dtype.newbyteorder("="), order="C", copy=True)
 
 
+def _allocator(value_type: TensorType) -> Any:
+    """How a step's output of this type is allocated: pooled when large."""
+    nbytes = np.dtype(value_type.dtype).itemsize * int(np.prod(value_type.shape, dtype=np.int64))
+    return POOL.allocate if nbytes >= MIN_POOLED_BYTES else np.empty
+
+
 @dataclass(frozen=True)
 class KernelStep:
     """Call the native kernel ``symbol`` on buffers ``inputs``, filling ``outputs``.
 
     A chunked kernel (``extent > 0``) also takes the ``[lo, hi)`` rows of its domain's
     dimension 0 and may run on several threads (see ``compiler.parallel``);
-    ``partial_outputs`` are the outputs it sums over that dimension.
+    ``partial_outputs`` are the outputs it sums over that dimension. ``work`` estimates
+    its cost: the domain size times the operations of its loop body after the math
+    functions are expanded (an exp is ~30 of them).
     """
 
     symbol: str
@@ -69,6 +79,7 @@ class KernelStep:
     extent: int = 0
     domain_size: int = 0
     partial_outputs: tuple[int, ...] = ()
+    work: int = 0
 
 
 @dataclass(frozen=True)
@@ -125,8 +136,9 @@ class BoundPlan:
     The hot path is lean on purpose (it runs once per tape node): kernels are called
     through their ``.arrays`` entry points with ``id(array)`` arguments when the
     interpreter's ndarray layout allows it (see ``backend.array_entry``), outputs are
-    allocated with ``np.empty``, and argument shapes and dtypes are checked only when
-    ``run`` is asked to (the executor's cache key already guarantees them).
+    allocated with ``np.empty`` (large ones from ``buffers.POOL``), and argument shapes
+    and dtypes are checked only when ``run`` is asked to (the executor's cache key
+    already guarantees them).
     """
 
     def __init__(self, plan: Plan, functions: dict[str, Any], by_object: bool) -> None:
@@ -142,7 +154,8 @@ class BoundPlan:
         self._steps: list[tuple[KernelStep | None, Any, tuple[int, ...], tuple[int, ...], Any]]
         self._steps = []
         for step in plan.steps:
-            specs = [(plan.types[o].shape, self._dtypes[o]) for o in step.outputs]
+            specs = [(plan.types[o].shape, self._dtypes[o], _allocator(plan.types[o]))
+                     for o in step.outputs]  # fmt: skip
             if isinstance(step, KernelStep):
                 self._steps.append((step, functions[step.symbol], step.inputs, step.outputs, specs))
             else:
@@ -184,8 +197,8 @@ class BoundPlan:
             return self.run(args, check=False)
         runner, inputs, specs = self._single
         results = []
-        for shape, dtype in specs:
-            results.append(np.empty(shape, dtype))
+        for shape, dtype, allocate in specs:
+            results.append(allocate(shape, dtype))
         to_argument = self._to_argument
         pointers = []
         for index in inputs:
@@ -215,13 +228,13 @@ class BoundPlan:
         to_argument = self._to_argument
         for kernel, runner, inputs, outputs, specs in self._steps:
             if kernel is not None:
-                results = [np.empty(shape, dtype) for shape, dtype in specs]
+                results = [allocate(shape, dtype) for shape, dtype, allocate in specs]
                 for index, array in zip(outputs, results, strict=True):
                     buffers[index] = array
                 if kernel.extent:
                     run_chunked(
                         runner, [buffers[i] for i in inputs], results, kernel.partial_outputs,
-                        kernel.extent, kernel.domain_size, to_argument,
+                        kernel.extent, kernel.work, to_argument,
                     )  # fmt: skip
                 else:
                     runner(*[to_argument(buffers[i]) for i in inputs], *map(to_argument, results))
@@ -233,8 +246,12 @@ class BoundPlan:
     def _run_library(
         op: Any, inputs: tuple[int, ...], outputs: tuple[int, ...], specs: Any, buffers: list[Any]
     ) -> None:
-        values = op.evaluate(*(buffers[i] for i in inputs))
-        for index, value, (shape, dtype) in zip(outputs, values, specs, strict=True):
+        if len(specs) == 1 and specs[0][2] is not np.empty and hasattr(op, "evaluate_into"):
+            shape, dtype, allocate = specs[0]  # a large result: into recycled memory
+            values: Any = (op.evaluate_into(allocate(shape, dtype), *(buffers[i] for i in inputs)),)
+        else:
+            values = op.evaluate(*(buffers[i] for i in inputs))
+        for index, value, (shape, dtype, _) in zip(outputs, values, specs, strict=True):
             value = np.asarray(value)
             if value.shape != shape or value.dtype != dtype:
                 raise TypeError(

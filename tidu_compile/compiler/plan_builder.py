@@ -75,9 +75,19 @@ def _int_list_attribute(op: Operation, name: str) -> list[int]:
     return [a.value.data for a in attribute.data if isinstance(a, IntegerAttr)]
 
 
+def _kernel_sizes(module: ModuleOp) -> dict[str, int]:
+    """Operations per kernel function (its per-element cost, math functions expanded)."""
+    return {
+        op.sym_name.data: sum(1 for _ in op.walk())
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and "tidu.kernel" in op.attributes
+    }
+
+
 def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
     """The plan of a module in ``loops`` form, for ``program``."""
     function = node_function(module)
+    kernel_sizes = _kernel_sizes(module)
     block = function.body.block
     types: list[TensorType] = [program.types[i] for i in range(program.arg_count)]
     buffer_of: dict[SSAValue, int] = {arg: i for i, arg in enumerate(block.args)}
@@ -107,14 +117,17 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
             outputs = tuple(b for b in buffers if b in fresh)
             inputs = tuple(b for b in buffers if b not in fresh)
             fresh.difference_update(outputs)
+            symbol = op.callee.string_value()
+            domain_size = _int_attribute(op, "tidu.domain_size")
             steps.append(
                 KernelStep(
-                    op.callee.string_value(),
+                    symbol,
                     inputs,
                     outputs,
                     _int_attribute(op, "tidu.chunk_extent"),
-                    _int_attribute(op, "tidu.domain_size"),
+                    domain_size,
                     tuple(_int_list_attribute(op, "tidu.partial_outputs")),
+                    domain_size * kernel_sizes.get(symbol, 1),
                 )
             )
         elif isinstance(op, func.ReturnOp):

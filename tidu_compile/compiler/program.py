@@ -34,7 +34,7 @@ from tidu_compile.ops.base import TensorType
 
 __all__ = [
     "ArgSource", "Instr", "MissingSavedValue", "NodeProgram", "UnsupportedNode", "build_program",
-    "infer_output_types",
+    "infer_output_types", "prune_results",
 ]
 
 
@@ -50,7 +50,8 @@ class MissingSavedValue(KeyError):
 class ArgSource:
     """Where an argument comes from: ``("seed", i)`` or ``("saved", key_index)``.
 
-    For ``saved``, ``index`` counts the recorded graph's input keys, then its output keys.
+    For ``saved``, ``index`` counts the recorded graph's input keys, then its output keys,
+    then any retained intermediates (``build_program``'s ``saved_order``).
     """
 
     kind: str
@@ -126,11 +127,16 @@ def build_program(
     seed_types: Sequence[TensorType],
     saved_types: Mapping[ValueKey, TensorType],
     transposed: LinearizedGraph | None = None,
+    saved_order: Sequence[ValueKey] | None = None,
 ) -> NodeProgram:
     """Build the backward program of ``recorded`` for the linearization ``linear``.
 
     ``seed_types`` has one type per *present* tangent output (``linear.graph.outputs``);
     ``saved_types`` gives the type of every saved value by the recorded graph's keys.
+    ``saved_order`` numbers the saved values for ``ArgSource``: by default the graph's
+    input keys then its output keys; callers append the keys of retained intermediates
+    (``tidu_compile.function`` keeps contraction results), which the program then
+    reads instead of recomputing.
     """
     transposed = transposed if transposed is not None else linear_transpose(linear)
     graph = transposed.graph
@@ -138,7 +144,8 @@ def build_program(
         raise ValueError(
             f"seed_types: expected {len(transposed.tangent_inputs)}, got {len(seed_types)}"
         )
-    saved_order = list(recorded.input_keys) + list(recorded.output_keys)
+    if saved_order is None:
+        saved_order = list(recorded.input_keys) + list(recorded.output_keys)
     view = resolve([linear.graph])
     types: list[TensorType] = []
     sources: list[ArgSource] = []
@@ -201,6 +208,51 @@ def build_program(
 
     results = tuple(None if r is None else by_local[r] for r in transposed.tangent_outputs)
     return NodeProgram(tuple(sources), tuple(types), tuple(instrs), results)
+
+
+def prune_results(program: NodeProgram, needed: Sequence[bool]) -> NodeProgram:
+    """``program`` computing only the results with ``needed[i]`` (the others None).
+
+    Instructions and arguments nothing needed reads are dropped and value ids renumbered
+    in order, so the pruned program is canonical too. For ``x @ w`` (2x3 by 3x4) with
+    only ``w`` needing a gradient, the ``ct @ w^T`` contraction and ``w`` disappear::
+
+        program(seed0: 2x4, saved0: 2x3, saved1: 3x4) {
+          v3 = Conj()(v1)
+          v4 = DotGeneral(lhs_contracting=(0,), rhs_contracting=(0,), ...)(v3, v0)
+          v5 = Conj()(v2)
+          v6 = DotGeneral(lhs_contracting=(1,), rhs_contracting=(1,), ...)(v0, v5)
+          return (v6, v4,)
+        }
+        ==> with needed = (False, True)
+        program(seed0: 2x4, saved0: 2x3) {
+          v2 = Conj()(v1)
+          v3 = DotGeneral(lhs_contracting=(0,), rhs_contracting=(0,), ...)(v2, v0)
+          return (None, v3,)
+        }
+    """
+    if len(needed) != len(program.results):
+        raise ValueError(f"needed: expected {len(program.results)} flags, got {len(needed)}")
+    results = tuple(r if keep else None for r, keep in zip(program.results, needed, strict=True))
+    live = {r for r in results if r is not None}
+    kept: list[Instr] = []
+    for instr in reversed(program.instrs):
+        if live.intersection(instr.outputs):
+            kept.append(instr)
+            live.update(instr.inputs)
+    kept.reverse()
+    arg_ids = [i for i in range(program.arg_count) if i in live]
+    order = arg_ids + [o for instr in kept for o in instr.outputs]
+    renumber = {old: new for new, old in enumerate(order)}
+    return NodeProgram(
+        tuple(program.arg_sources[i] for i in arg_ids),
+        tuple(program.types[old] for old in order),
+        tuple(
+            Instr(i.op, tuple(renumber[v] for v in i.inputs), tuple(renumber[v] for v in i.outputs))
+            for i in kept
+        ),
+        tuple(None if r is None else renumber[r] for r in results),
+    )
 
 
 def _primal_leaves(view: Any, graph: Any, saved: Mapping[ValueKey, TensorType]) -> set[ValueKey]:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, linear_transpose
+from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.cache import DiskCache, MemoryCache, default_cache_dir
 from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import (
@@ -36,6 +37,7 @@ from tidu_compile.compiler.program import (
     UnsupportedNode,
     build_program,
     infer_output_types,
+    prune_results,
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.executors.reference import ReferenceExecutor
@@ -77,8 +79,9 @@ class _NodeEntry:
     linear: LinearizedGraph
     transposed: LinearizedGraph
     key: Hashable
-    saved_order: tuple[ValueKey, ...]
+    saved_order: tuple[ValueKey, ...]  # inputs, outputs, then retained intermediates
     all_present: bool  # every active output slot has a tangent (the usual case)
+    retained_known: bool = False  # saved_order has the retained keys of the first run
     plans: dict[Hashable, Any] = field(default_factory=dict)  # signature -> plan (fast index)
     last: Any = None  # the plan used last: tried first, its argument check is the cache key
     last_key: Any = None  # its key in the plan LRU (hits through ``last`` refresh it)
@@ -93,6 +96,8 @@ class _Compiled:
     #: (index, shape, dtype) of the saved inputs the plan does not read: the fast path
     #: checks them too, since they fix the node's output types (what a seed must match).
     unread: tuple[tuple[int, tuple[int, ...], np.dtype], ...] = ()
+    #: The inputs whose cotangents the plan computes (None: all of them).
+    needed: tuple[bool, ...] | None = None
 
 
 def _fits(matches: bool, artifact: Any, program: Any) -> bool:
@@ -148,7 +153,7 @@ def _type_problem(
         kind = TypeError if isinstance(error, TypeError) else ValueError
         return kind(f"saved data of {recorded!r} does not type-check: {error}")
     for slot, (saved, expected) in enumerate(
-        zip(saved_types[len(inputs) :], outputs, strict=True)
+        zip(saved_types[len(inputs) : len(inputs) + len(outputs)], outputs, strict=True)
     ):
         if saved is not None and saved != expected:
             return ValueError(f"saved data: output {slot} of {recorded!r} is {saved}, "
@@ -254,6 +259,34 @@ class CompiledExecutor(BackwardExecutor):
         external_data: Mapping[ValueKey, Any],
         ctx: Any,
     ) -> list[Any]:
+        return self._run(linear, cotangent_out, external_data, ctx, None)
+
+    def run_transposed_linear_for(
+        self,
+        linear: LinearizedGraph,
+        cotangent_out: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+        ctx: Any,
+        needed: Sequence[bool],
+    ) -> list[Any]:
+        """Runs a plan compiled without the cotangents of the inputs not ``needed``."""
+        if type(self).run_transposed_linear is not CompiledExecutor.run_transposed_linear:
+            return self.run_transposed_linear(linear, cotangent_out, external_data, ctx)
+        flags = tuple(bool(n) for n in needed)
+        if len(flags) != len(linear.tangent_inputs):
+            raise ValueError(
+                f"needed: expected {len(linear.tangent_inputs)} flags, got {len(flags)}"
+            )
+        return self._run(linear, cotangent_out, external_data, ctx, None if all(flags) else flags)
+
+    def _run(
+        self,
+        linear: LinearizedGraph,
+        cotangent_out: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+        ctx: Any,
+        needed: tuple[bool, ...] | None,
+    ) -> list[Any]:
         if len(cotangent_out) != len(linear.tangent_outputs):
             raise ValueError(
                 f"cotangent_out: expected {len(linear.tangent_outputs)} cotangents, "
@@ -273,8 +306,10 @@ class CompiledExecutor(BackwardExecutor):
         if last is not None:  # the usual case: same types as last time
             try:
                 args = [seeds[i] if is_seed else saved[i] for is_seed, i in last.arg_sources]
-                if last.plan.matches(args) and (
-                    not last.unread or _unread_match(saved, last.unread)
+                if (
+                    last.needed == needed
+                    and last.plan.matches(args)
+                    and (not last.unread or _unread_match(saved, last.unread))
                 ):
                     self.stats.memory_hits += 1
                     self.memory.touch(entry.last_key)
@@ -283,10 +318,13 @@ class CompiledExecutor(BackwardExecutor):
                     return last.plan.run_matching(args)
             except AttributeError:  # not arrays: a user's own operand type
                 pass
+        if not entry.retained_known:
+            saved = self._learn_retained(entry, external_data)
         try:  # the cache key: shapes and dtypes of every argument
             signature = (
                 tuple([(s.shape, s.dtype) for s in seeds]),
                 tuple([None if v is None else (v.shape, v.dtype) for v in saved]),
+                needed,
             )
         except AttributeError:  # not arrays: a user's own operand type, or a mistake
             for index, seed in enumerate(seeds):
@@ -297,7 +335,7 @@ class CompiledExecutor(BackwardExecutor):
             return self._run_reference(linear, cotangent_out, external_data, ctx)
         compiled: Any = entry.plans.get(signature)
         if compiled is None:
-            compiled = self._compile(entry, signature, seeds, saved)
+            compiled = self._compile(entry, signature, seeds, saved, needed)
         else:
             self.memory.touch((entry, signature))
             if compiled is not _REFERENCE_ONLY:
@@ -312,13 +350,44 @@ class CompiledExecutor(BackwardExecutor):
         return compiled.plan.run(args, check=False)
 
     def add_operands(self, a: Any, b: Any) -> Any:
+        """``a + b``; large sums go into recycled memory (``compiler.buffers``)."""
+        if (
+            type(a) is np.ndarray
+            and a.nbytes >= MIN_POOLED_BYTES
+            and type(b) is np.ndarray
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and a.dtype.isnative
+        ):
+            return np.add(a, b, out=POOL.allocate(a.shape, a.dtype))
         # np.asarray: np.add of two 0-d arrays is a numpy scalar, not an array.
         return np.asarray(np.add(a, b)) if isinstance(a, np.ndarray) else a + b
+
+    def _learn_retained(self, entry: _NodeEntry, external_data: Mapping[ValueKey, Any]) -> list:
+        """Append the keys of retained intermediates (saved data beyond the node's inputs
+        and outputs) to ``entry.saved_order``, once; the saved values in that order.
+
+        Retention is a property of the recording (``tidu_compile.function`` keeps
+        contraction results), the same for every trace of one structure; keys a later
+        trace lacks are None, which is a different plan signature.
+        """
+        with self._lock:
+            if not entry.retained_known:
+                known = set(entry.saved_order)
+                extra = tuple(k for k in external_data if k not in known)
+                entry.saved_order = entry.saved_order + extra  # the old order stays a prefix
+                entry.retained_known = True
+        return [external_data.get(k) for k in entry.saved_order]
 
     # ---------------------------------------------------------------- compiling
 
     def _compile(
-        self, entry: _NodeEntry, signature: Hashable, seeds: Sequence[Any], saved: Sequence[Any]
+        self,
+        entry: _NodeEntry,
+        signature: Hashable,
+        seeds: Sequence[Any],
+        saved: Sequence[Any],
+        needed: tuple[bool, ...] | None,
     ) -> Any:
         """A ``_Compiled`` plan, or ``_REFERENCE_ONLY`` when the node cannot be compiled."""
         with self._lock:  # single flight: one compile per key, others wait and hit
@@ -335,7 +404,7 @@ class CompiledExecutor(BackwardExecutor):
             if problem is not None:  # the caller's mistake: raise it, cache nothing
                 raise problem
             try:
-                compiled: Any = self._compile_locked(entry, types)
+                compiled: Any = self._compile_locked(entry, types, needed)
             except (CompileForbiddenError, KeyboardInterrupt, MissingSavedValue):
                 raise
             except UnsupportedNode:
@@ -359,15 +428,18 @@ class CompiledExecutor(BackwardExecutor):
         self,
         entry: _NodeEntry,
         types: tuple[tuple[TensorType, ...], tuple[TensorType | None, ...]],
+        needed: tuple[bool, ...] | None,
     ) -> _Compiled:
         from tidu_compile.compiler import pipeline
 
         seed_types, saved_types = types
-        saved = {k: t for k, t in zip(entry.saved_order, saved_types, strict=True)
-                 if t is not None}  # fmt: skip
+        order = entry.saved_order[: len(saved_types)]  # another thread may have extended it
+        saved = {k: t for k, t in zip(order, saved_types, strict=True) if t is not None}
         program = build_program(
-            entry.recorded, entry.linear, seed_types, saved, entry.transposed
+            entry.recorded, entry.linear, seed_types, saved, entry.transposed, order
         )
+        if needed is not None:
+            program = prune_results(program, needed)
         if any(0 in t.shape for t in program.types):  # xDSL cannot lower zero-size memrefs
             raise UnsupportedNode("a zero-size value: numpy runs the node (there is no work)")
         digest = pipeline.program_digest(program)
@@ -405,7 +477,7 @@ class CompiledExecutor(BackwardExecutor):
             for i, t in enumerate(saved_types[: len(entry.recorded.input_keys)])
             if t is not None and i not in read
         )
-        return _Compiled(bound, sources, plan.fallback_count, nbytes, unread)
+        return _Compiled(bound, sources, plan.fallback_count, nbytes, unread, needed)
 
     def _run_reference(
         self,

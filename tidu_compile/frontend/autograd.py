@@ -7,12 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile.compiler.buffers import exclusive_owner
 from tidu_compile.eager import BackwardExecutor, backward
 from tidu_compile.frontend.state import get_default_executor
 from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.graph import ValueKey
 
-__all__ = ["grad", "run_backward"]
+__all__ = ["grad", "run_backward", "user_array"]
 
 
 def _seed_for(output: Tensor, seed: Any) -> np.ndarray:
@@ -29,6 +30,20 @@ def _seed_for(output: Tensor, seed: Any) -> np.ndarray:
     if not np.can_cast(array.dtype, output.dtype, casting="same_kind"):
         raise TypeError(f"seed: dtype {array.dtype} cannot be cast to the output's {output.dtype}")
     return np.array(array, dtype=output.dtype, copy=True)
+
+
+def user_array(cotangent: Any, dtype: np.dtype, taken: set[int]) -> np.ndarray:
+    """``cotangent`` as an array the user may keep and mutate: itself when it is a fresh,
+    unshared array of ``dtype`` (a kernel's output), else a copy.
+
+    ``taken`` holds the memory owners already handed out by this call (two results never
+    share memory: ``x + x`` gives one cotangent array for both operands).
+    """
+    owner = exclusive_owner(cotangent)
+    if owner is None or id(owner) in taken or cotangent.dtype != dtype:
+        return np.array(cotangent, dtype=dtype, copy=True)
+    taken.add(id(owner))
+    return cotangent  # type: ignore[no-any-return]
 
 
 def run_backward(
@@ -65,7 +80,8 @@ def grad(
             raise TypeError(f"inputs[{i}]: expected a Tensor, got {type(t).__name__}")
     cotangents = run_backward(output, seed, executor)
     result: list[np.ndarray | None] = []
+    taken: set[int] = set()
     for t in inputs:
         ct = cotangents.get(t._key) if t.requires_grad else None
-        result.append(None if ct is None else np.array(ct, dtype=t.dtype, copy=True))
+        result.append(None if ct is None else user_array(ct, t.dtype, taken))
     return result

@@ -92,15 +92,18 @@ class Tensor:
     # ------------------------------------------------------------ autograd
     def backward(self, seed: Any = None) -> None:
         """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf requiring grad."""
-        from tidu_compile.frontend.autograd import run_backward
+        from tidu_compile.frontend.autograd import run_backward, user_array
 
         cotangents = run_backward(self, seed, None)
+        taken: set[int] = set()
         for key, ct in cotangents.items():
             leaf = LEAVES.get(key)
             if leaf is None or leaf is self and self._trace is not None:
                 continue
-            ct = np.asarray(ct, dtype=leaf.dtype)
-            leaf.grad = ct.copy() if leaf.grad is None else leaf.grad + ct
+            if leaf.grad is None:
+                leaf.grad = user_array(ct, leaf.dtype, taken)
+            else:
+                leaf.grad = leaf.grad + np.asarray(ct, dtype=leaf.dtype)
 
     def detach(self) -> Tensor:
         return Tensor(self._data)

@@ -256,7 +256,11 @@ class DotGeneral(TensorOp):
         ``lhs`` is viewed as ``[B, M, K]`` and ``rhs`` as ``[B, K, N]`` by transposing
         (a strided view numpy hands to BLAS with a transpose flag) and reshaping.
         """
-        lhs, rhs = arrays
+        return (self.evaluate_into(None, *arrays),)
+
+    def evaluate_into(self, out: np.ndarray | None, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """``evaluate``, writing into ``out`` (C-contiguous, of the result's shape and
+        dtype) when given: compiled plans pass recycled memory (``compiler.buffers``)."""
         lhs_free, rhs_free = self.free_dims()
         batch = [self.lhs_shape[d] for d in self.lhs_batch]
         sizes = [
@@ -268,8 +272,11 @@ class DotGeneral(TensorOp):
         b = np.transpose(rhs, self.rhs_batch + self.rhs_contracting + rhs_free)
         a = a.reshape(*batch, sizes[0], sizes[1])
         b = b.reshape(*batch, sizes[1], sizes[2])
+        if out is not None and out.dtype == lhs.dtype == rhs.dtype:
+            np.matmul(a, b, out=out.reshape(*batch, sizes[0], sizes[2]))
+            return out
         result = np.matmul(a, b).reshape(self.shape)
-        return (np.asarray(result, dtype=arrays[0].dtype),)
+        return np.asarray(result, dtype=lhs.dtype)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         dx, dy = ts
