@@ -166,7 +166,10 @@ class _Edge:
 class Trace:
     """One tape node: a recorded graph, its input edges, output keys and saved data."""
 
-    __slots__ = ("graph", "inputs", "needed_inputs", "output_keys", "saved_values", "__weakref__")
+    __slots__ = (
+        "graph", "inputs", "needed_inputs", "output_keys", "saved_values", "upstream",
+        "__weakref__",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -182,6 +185,9 @@ class Trace:
         needed = tuple(edge.requires_grad for edge in inputs)
         #: Which inputs' cotangents ``backward`` reads; None when all of them.
         self.needed_inputs: tuple[bool, ...] | None = None if all(needed) else needed
+        #: The nodes this one depends on, consumers first (``backward``'s visiting order
+        #: after this node), computed on the first backward from it: the tape is immutable.
+        self.upstream: tuple[Trace, ...] | None = None
 
     def __repr__(self) -> str:
         return f"Trace({self.graph!r})"
@@ -280,6 +286,15 @@ class BackwardExecutor(ABC):
         return self.run_transposed_linear(linear, cotangent_out, external_data, ctx)
 
 
+def _visiting_order(output_trace: Trace) -> tuple[Trace, ...]:
+    """``output_trace`` and the nodes it depends on, consumers first; cached on the node
+    (without itself: a node never references itself, so no reference cycle)."""
+    upstream = output_trace.upstream
+    if upstream is None:
+        upstream = output_trace.upstream = tuple(_reverse_topological(output_trace)[1:])
+    return (output_trace, *upstream)
+
+
 def _reverse_topological(output_trace: Trace) -> list[Trace]:
     """Nodes reachable from ``output_trace``, consumers first (iterative DFS)."""
     order: list[Trace] = []
@@ -323,6 +338,9 @@ def _check_seed(seed: Any, trace: Trace, slot: int) -> None:
         raise TypeError(f"seed: dtype {seed_dtype} does not match the output's {dtype}")
 
 
+_FIRST_SLOT = (0,)
+
+
 def backward(
     output_key: ValueKey,
     output_trace: Trace | None,
@@ -349,27 +367,41 @@ def backward(
     if output_key not in output_trace.output_keys:
         raise ValueError(f"output_key: {output_key!r} is not an output of output_trace")
     _check_seed(seed, output_trace, output_trace.output_keys.index(output_key))
-    for node in _reverse_topological(output_trace):
-        incoming = [cotangents.get(k) for k in node.output_keys]
-        slots = [s for s, ct in enumerate(incoming) if ct is not None]
-        if not slots:
-            continue
-        linear = executor.linearize_recorded_graph(node.graph, slots, ctx)
-        forward = executor.execute_forward(linear.primitive_graph, node.saved_values)
-        cts = [incoming[s] for s in slots]
+    # Bound once: this loop runs per tape node and is the whole per-node overhead.
+    linearize = executor.linearize_recorded_graph
+    execute_forward = executor.execute_forward
+    run_transposed = executor.run_transposed_linear
+    add = executor.add_operands
+    for node in _visiting_order(output_trace):
+        keys = node.output_keys
+        if len(keys) == 1:  # the usual node: one output
+            ct = cotangents.get(keys[0])
+            if ct is None:
+                continue
+            slots: Sequence[int] = _FIRST_SLOT
+            cts = [ct]
+        else:
+            incoming = [cotangents.get(k) for k in keys]
+            slots = [s for s, ct in enumerate(incoming) if ct is not None]
+            if not slots:
+                continue
+            cts = [incoming[s] for s in slots]
+        linear = linearize(node.graph, slots, ctx)
+        forward = execute_forward(linear.primitive_graph, node.saved_values)
         needed = node.needed_inputs
         if needed is None:
-            results = executor.run_transposed_linear(linear, cts, forward, ctx)
+            results = run_transposed(linear, cts, forward, ctx)
         else:
             results = executor.run_transposed_linear_for(linear, cts, forward, ctx, needed)
-        if len(results) != len(node.inputs):
+        edges = node.inputs
+        if len(results) != len(edges):
             raise ValueError(
                 f"executor {type(executor).__name__}.run_transposed_linear returned "
-                f"{len(results)} cotangents for a node with {len(node.inputs)} inputs"
+                f"{len(results)} cotangents for a node with {len(edges)} inputs"
             )
-        for edge, ct in zip(node.inputs, results, strict=True):
+        for edge, ct in zip(edges, results):  # noqa: B905 - lengths checked above
             if ct is None or not edge.requires_grad:
                 continue
             previous = cotangents.get(edge.key)
-            cotangents[edge.key] = ct if previous is None else executor.add_operands(previous, ct)
+            cotangents[edge.key] = ct if previous is None else add(previous, ct)
     return cotangents

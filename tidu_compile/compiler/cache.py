@@ -73,6 +73,9 @@ class MemoryCache:
         self.on_evict = on_evict
         self.size_of = size_of
         self.total_bytes = 0
+        #: Counts ``put`` calls. Only a put can evict, so a caller that touched a key
+        #: since the last put may skip touching it again (``touch`` costs a key hash).
+        self.puts = 0
         self._entries: OrderedDict[Hashable, Any] = OrderedDict()
         self._sizes: dict[Hashable, int] = {}
         self._lock = threading.Lock()
@@ -95,6 +98,7 @@ class MemoryCache:
         size = int(self.size_of(value)) if self.size_of is not None else 0
         evicted = []
         with self._lock:
+            self.puts += 1
             self.total_bytes += size - self._sizes.pop(key, 0)
             self._entries[key] = value
             self._entries.move_to_end(key)

@@ -167,26 +167,33 @@ class BoundPlan:
         ]
 
     def _single_kernel_form(self) -> tuple[Any, ...] | None:
-        """For the common one-kernel plan: what ``run_matching`` needs, else None."""
+        """For the common one-kernel plan: what ``run_matching`` needs, else None.
+
+        ``(runner, inputs or None when they are the arguments in order, output specs,
+        results as positions in arguments + outputs)``; a plan with no steps has no runner.
+        """
+        if not self._steps:  # results are arguments (an addition passes its cotangent on)
+            return None, None, [], self.plan.results
         if len(self._steps) != 1 or self._steps[0][0] is None or self._steps[0][0].extent:
             return None
         _, runner, inputs, outputs, specs = self._steps[0]
         first_output = self.plan.arg_count
         if list(outputs) != list(range(first_output, first_output + len(outputs))):
             return None
-        return runner, inputs, specs
+        in_order = inputs == tuple(range(first_output))
+        return runner, None if in_order else inputs, specs, self.plan.results
 
     def matches(self, args: Sequence[Any]) -> bool:
         """Whether ``args`` are exactly the plan's argument types, C-contiguous and native."""
-        if len(args) != len(self._arg_layouts):
+        layouts = self._arg_layouts
+        if len(args) != len(layouts):
             return False
-        for arg, (shape, strides, dtype) in zip(args, self._arg_layouts):  # noqa: B905
+        for arg, layout in zip(args, layouts):  # noqa: B905
             if (
                 type(arg) is not np.ndarray  # numpy scalars have shape and strides too
-                or arg.shape != shape
-                or arg.strides != strides
-                or arg.dtype != dtype
-                or not arg.flags.aligned
+                or (arg.shape, arg.strides, arg.dtype) != layout
+                # an array that owns its memory was allocated aligned; only views may not be
+                or (arg.base is not None and not arg.flags.aligned)
             ):
                 return False
         return True
@@ -195,19 +202,17 @@ class BoundPlan:
         """``run`` for arguments that passed ``matches``: the lean per-node path."""
         if self._single is None:
             return self.run(args, check=False)
-        runner, inputs, specs = self._single
-        results = []
-        for shape, dtype, allocate in specs:
-            results.append(allocate(shape, dtype))
+        runner, inputs, specs, result_positions = self._single
+        if runner is None:
+            return [None if r is None else args[r] for r in result_positions]
+        outputs = [allocate(shape, dtype) for shape, dtype, allocate in specs]
         to_argument = self._to_argument
-        pointers = []
-        for index in inputs:
-            pointers.append(to_argument(args[index]))
-        for array in results:
-            pointers.append(to_argument(array))
-        runner(*pointers)
-        buffers = [*args, *results]
-        return [None if r is None else buffers[r] for r in self.plan.results]
+        runner(
+            *map(to_argument, args if inputs is None else [args[i] for i in inputs]),
+            *map(to_argument, outputs),
+        )
+        buffers = [*args, *outputs]
+        return [None if r is None else buffers[r] for r in result_positions]
 
     def run(self, args: Sequence[Any], check: bool = True) -> list[np.ndarray | None]:
         plan = self.plan

@@ -82,6 +82,8 @@ class _NodeEntry:
     saved_order: tuple[ValueKey, ...]  # inputs, outputs, then retained intermediates
     all_present: bool  # every active output slot has a tangent (the usual case)
     retained_known: bool = False  # saved_order has the retained keys of the first run
+    touched_at: int = -1  # the linearization LRU's ``puts`` when this entry was last touched
+    last_touched_at: int = -1  # the plan LRU's ``puts`` when ``last_key`` was last touched
     plans: dict[Hashable, Any] = field(default_factory=dict)  # signature -> plan (fast index)
     last: Any = None  # the plan used last: tried first, its argument check is the cache key
     last_key: Any = None  # its key in the plan LRU (hits through ``last`` refresh it)
@@ -90,12 +92,13 @@ class _NodeEntry:
 @dataclass(frozen=True)
 class _Compiled:
     plan: BoundPlan
-    arg_sources: tuple[tuple[bool, int], ...]  # (is_seed, index) per plan argument
+    #: Per plan argument: ``(i, None)`` for seed ``i``, ``(-1, key)`` for saved ``key``.
+    arg_sources: tuple[tuple[int, ValueKey | None], ...]
     fallbacks: int  # library steps the compiler could not lower, per run
     nbytes: int = 0  # object code + an estimate of the plan: the memory cache's size
-    #: (index, shape, dtype) of the saved inputs the plan does not read: the fast path
+    #: (key, shape, dtype) of the saved inputs the plan does not read: the fast path
     #: checks them too, since they fix the node's output types (what a seed must match).
-    unread: tuple[tuple[int, tuple[int, ...], np.dtype], ...] = ()
+    unread: tuple[tuple[ValueKey, tuple[int, ...], np.dtype], ...] = ()
     #: The inputs whose cotangents the plan computes (None: all of them).
     needed: tuple[bool, ...] | None = None
 
@@ -111,9 +114,9 @@ def _fits(matches: bool, artifact: Any, program: Any) -> bool:
     )
 
 
-def _unread_match(saved: Sequence[Any], unread: tuple[tuple[int, Any, Any], ...]) -> bool:
-    for index, shape, dtype in unread:
-        value = saved[index]
+def _unread_match(saved: Mapping[ValueKey, Any], unread: tuple[tuple[Any, Any, Any], ...]) -> bool:
+    for key, shape, dtype in unread:
+        value = saved.get(key)
         if value is None or value.shape != shape or value.dtype != dtype:
             return False
     return True
@@ -123,6 +126,8 @@ def _plan_bytes(compiled: Any) -> int:
     """The size the in-memory cache counts for a cached value."""
     return compiled.nbytes if isinstance(compiled, _Compiled) else 64
 
+
+_F64 = np.dtype(np.float64)
 
 #: Cached in place of a plan when a node cannot be compiled: it runs on the reference path.
 _REFERENCE_ONLY = object()
@@ -222,7 +227,10 @@ class CompiledExecutor(BackwardExecutor):
         slots = tuple(output_slots)
         entry = self._entries_by_graph.get((id(graph), slots))  # same graph object: fast path
         if entry is not None and entry.recorded is graph:
-            self._linearizations.touch(entry.key)  # an LRU, not a FIFO: hot nodes stay
+            puts = self._linearizations.puts
+            if entry.touched_at != puts:  # an LRU, not a FIFO: hot nodes stay
+                self._linearizations.touch(entry.key)
+                entry.touched_at = puts
             return entry.linear
         key = (graph.input_keys, graph.output_keys, slots)  # structure: any equal graph
         entry = self._linearizations.get(key)
@@ -301,25 +309,27 @@ class CompiledExecutor(BackwardExecutor):
             else [c for c, t in zip(cotangent_out, linear.tangent_outputs, strict=True)
                   if t is not None]  # fmt: skip
         )
-        saved = [external_data.get(k) for k in entry.saved_order]
         last = entry.last
-        if last is not None:  # the usual case: same types as last time
+        if last is not None and last.needed == needed:  # usually the types of last time
             try:
-                args = [seeds[i] if is_seed else saved[i] for is_seed, i in last.arg_sources]
-                if (
-                    last.needed == needed
-                    and last.plan.matches(args)
-                    and (not last.unread or _unread_match(saved, last.unread))
+                args = [seeds[i] if key is None else external_data.get(key)
+                        for i, key in last.arg_sources]  # fmt: skip
+                if last.plan.matches(args) and (
+                    not last.unread or _unread_match(external_data, last.unread)
                 ):
                     self.stats.memory_hits += 1
-                    self.memory.touch(entry.last_key)
+                    puts = self.memory.puts
+                    if entry.last_touched_at != puts:
+                        self.memory.touch(entry.last_key)
+                        entry.last_touched_at = puts
                     if last.fallbacks:
                         self.stats.fallbacks += last.fallbacks
                     return last.plan.run_matching(args)
             except AttributeError:  # not arrays: a user's own operand type
                 pass
         if not entry.retained_known:
-            saved = self._learn_retained(entry, external_data)
+            self._learn_retained(entry, external_data)
+        saved = [external_data.get(k) for k in entry.saved_order]
         try:  # the cache key: shapes and dtypes of every argument
             signature = (
                 tuple([(s.shape, s.dtype) for s in seeds]),
@@ -344,13 +354,24 @@ class CompiledExecutor(BackwardExecutor):
             return self._run_reference(linear, cotangent_out, external_data, ctx)
         if entry.plans.get(signature) is compiled:  # not evicted at once (a byte bound)
             entry.last, entry.last_key = compiled, (entry, signature)
-        args = [seeds[i] if is_seed else saved[i] for is_seed, i in compiled.arg_sources]
+        args = [seeds[i] if key is None else external_data.get(key)
+                for i, key in compiled.arg_sources]  # fmt: skip
         if compiled.fallbacks:
             self.stats.fallbacks += compiled.fallbacks
         return compiled.plan.run(args, check=False)
 
     def add_operands(self, a: Any, b: Any) -> Any:
-        """``a + b``; large sums go into recycled memory (``compiler.buffers``)."""
+        """``a + b``; large sums go into recycled memory (``compiler.buffers``), 0-d f64
+        sums are added as Python floats (the same IEEE addition, a third of the cost)."""
+        if (
+            type(a) is np.ndarray
+            and type(b) is np.ndarray
+            and a.dtype is _F64
+            and b.dtype is _F64
+            and not a.shape
+            and not b.shape
+        ):
+            return np.array(a.item() + b.item())
         if (
             type(a) is np.ndarray
             and a.nbytes >= MIN_POOLED_BYTES
@@ -363,9 +384,9 @@ class CompiledExecutor(BackwardExecutor):
         # np.asarray: np.add of two 0-d arrays is a numpy scalar, not an array.
         return np.asarray(np.add(a, b)) if isinstance(a, np.ndarray) else a + b
 
-    def _learn_retained(self, entry: _NodeEntry, external_data: Mapping[ValueKey, Any]) -> list:
+    def _learn_retained(self, entry: _NodeEntry, external_data: Mapping[ValueKey, Any]) -> None:
         """Append the keys of retained intermediates (saved data beyond the node's inputs
-        and outputs) to ``entry.saved_order``, once; the saved values in that order.
+        and outputs) to ``entry.saved_order``, once.
 
         Retention is a property of the recording (``tidu_compile.function`` keeps
         contraction results), the same for every trace of one structure; keys a later
@@ -377,7 +398,6 @@ class CompiledExecutor(BackwardExecutor):
                 extra = tuple(k for k in external_data if k not in known)
                 entry.saved_order = entry.saved_order + extra  # the old order stays a prefix
                 entry.retained_known = True
-        return [external_data.get(k) for k in entry.saved_order]
 
     # ---------------------------------------------------------------- compiling
 
@@ -468,12 +488,13 @@ class CompiledExecutor(BackwardExecutor):
             if self.disk is not None:
                 self.disk.put(digest, artifact)
             bound = pipeline.bind(artifact)
-        sources = tuple((s.kind == "seed", s.index) for s in program.arg_sources)
+        sources = tuple((s.index, None) if s.kind == "seed" else (-1, order[s.index])
+                        for s in program.arg_sources)  # fmt: skip
         plan = artifact.plan
         nbytes = len(artifact.object_code or b"") + 512 + 160 * (len(plan.steps) + len(plan.types))
         read = {s.index for s in program.arg_sources if s.kind != "seed"}
         unread = tuple(
-            (i, t.shape, np.dtype(t.dtype))
+            (order[i], t.shape, np.dtype(t.dtype))
             for i, t in enumerate(saved_types[: len(entry.recorded.input_keys)])
             if t is not None and i not in read
         )
