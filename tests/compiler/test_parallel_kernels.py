@@ -82,9 +82,10 @@ def test_only_costly_kernels_use_the_pool(monkeypatch: pytest.MonkeyPatch) -> No
     x = tc.tensor(np.linspace(-1.0, 1.0, 4096), requires_grad=True)
     loss = tc.function(lambda t: tc.sum(tc.tanh(t) * t))(x)
     executor = CompiledExecutor(False)
-    tc.grad(loss, [x], executor=executor)
+    want = tc.grad(loss, [x], executor=executor)
     (work,) = [s.work for s in _kernel_steps(executor)]
     assert work < parallel.PARALLEL_WORK and used == []
-    monkeypatch.setattr(parallel, "PARALLEL_WORK", work)
-    tc.grad(loss, [x], executor=executor)
+    monkeypatch.setattr(parallel, "PARALLEL_WORK", work)  # read when a plan is bound
+    got = tc.grad(loss, [x], executor=CompiledExecutor(False))
     assert used == [1]  # one pool thread beside the calling one
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-15)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.backend.array_entry import ENTRY_SUFFIX, array_data_offset
+from tidu_compile.compiler import parallel
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.parallel import run_chunked
 from tidu_compile.ops.base import TensorType
@@ -70,7 +71,7 @@ class KernelStep:
     dimension 0 and may run on several threads (see ``compiler.parallel``);
     ``partial_outputs`` are the outputs it sums over that dimension. ``work`` estimates
     its cost: the domain size times the operations of its loop body after the math
-    functions are expanded (an exp is ~30 of them).
+    functions are expanded (an exp is ~30 of them), halved for f32 (twice the lanes).
     """
 
     symbol: str
@@ -170,18 +171,21 @@ class BoundPlan:
         """For the common one-kernel plan: what ``run_matching`` needs, else None.
 
         ``(runner, inputs or None when they are the arguments in order, output specs,
-        results as positions in arguments + outputs)``; a plan with no steps has no runner.
+        results as positions in arguments + outputs, the row range of a chunked kernel)``;
+        a plan with no steps has no runner. A kernel worth threads goes through ``run``.
         """
         if not self._steps:  # results are arguments (an addition passes its cotangent on)
-            return None, None, [], self.plan.results
-        if len(self._steps) != 1 or self._steps[0][0] is None or self._steps[0][0].extent:
-            return None
+            return None, None, [], self.plan.results, ()
+        kernel = self._steps[0][0]
+        if len(self._steps) != 1 or kernel is None or kernel.work >= parallel.PARALLEL_WORK:
+            return None  # several steps, a library call, or a kernel worth threads
         _, runner, inputs, outputs, specs = self._steps[0]
         first_output = self.plan.arg_count
         if list(outputs) != list(range(first_output, first_output + len(outputs))):
             return None
         in_order = inputs == tuple(range(first_output))
-        return runner, None if in_order else inputs, specs, self.plan.results
+        rows = (0, kernel.extent) if kernel.extent else ()  # a chunked kernel's whole range
+        return runner, None if in_order else inputs, specs, self.plan.results, rows
 
     def matches(self, args: Sequence[Any]) -> bool:
         """Whether ``args`` are exactly the plan's argument types, C-contiguous and native."""
@@ -202,7 +206,7 @@ class BoundPlan:
         """``run`` for arguments that passed ``matches``: the lean per-node path."""
         if self._single is None:
             return self.run(args, check=False)
-        runner, inputs, specs, result_positions = self._single
+        runner, inputs, specs, result_positions, rows = self._single
         if runner is None:
             return [None if r is None else args[r] for r in result_positions]
         outputs = [allocate(shape, dtype) for shape, dtype, allocate in specs]
@@ -210,6 +214,7 @@ class BoundPlan:
         runner(
             *map(to_argument, args if inputs is None else [args[i] for i in inputs]),
             *map(to_argument, outputs),
+            *rows,
         )
         buffers = [*args, *outputs]
         return [None if r is None else buffers[r] for r in result_positions]

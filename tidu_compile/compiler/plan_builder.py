@@ -16,6 +16,7 @@ Anything else in ``@node`` is an error naming the op: nothing falls through.
 
 from __future__ import annotations
 
+import numpy as np
 from xdsl.dialects import arith, bufferization, func, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -84,6 +85,13 @@ def _kernel_sizes(module: ModuleOp) -> dict[str, int]:
     }
 
 
+def _work(domain_size: int, operations: int, buffer_types: list[TensorType]) -> int:
+    """A kernel's estimated cost in f64-operation units: elements x operations, scaled by
+    the widest element (an f32 vector holds twice the lanes of an f64 one)."""
+    itemsize = max((np.dtype(t.dtype).itemsize for t in buffer_types), default=8)
+    return domain_size * operations * itemsize // 8
+
+
 def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
     """The plan of a module in ``loops`` form, for ``program``."""
     function = node_function(module)
@@ -127,7 +135,7 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
                     _int_attribute(op, "tidu.chunk_extent"),
                     domain_size,
                     tuple(_int_list_attribute(op, "tidu.partial_outputs")),
-                    domain_size * kernel_sizes.get(symbol, 1),
+                    _work(domain_size, kernel_sizes.get(symbol, 1), [types[b] for b in buffers]),
                 )
             )
         elif isinstance(op, func.ReturnOp):
