@@ -260,15 +260,6 @@ class CompiledExecutor(BackwardExecutor):
         """Residuals are recomputed by the kernels: hand the saved data through."""
         return initial_data
 
-    def run_transposed_linear(
-        self,
-        linear: LinearizedGraph,
-        cotangent_out: Sequence[Any],
-        external_data: Mapping[ValueKey, Any],
-        ctx: Any,
-    ) -> list[Any]:
-        return self._run(linear, cotangent_out, external_data, ctx, None)
-
     def run_transposed_linear_for(
         self,
         linear: LinearizedGraph,
@@ -285,16 +276,20 @@ class CompiledExecutor(BackwardExecutor):
             raise ValueError(
                 f"needed: expected {len(linear.tangent_inputs)} flags, got {len(flags)}"
             )
-        return self._run(linear, cotangent_out, external_data, ctx, None if all(flags) else flags)
+        return CompiledExecutor.run_transposed_linear(
+            self, linear, cotangent_out, external_data, ctx, None if all(flags) else flags
+        )
 
-    def _run(
+    def run_transposed_linear(
         self,
         linear: LinearizedGraph,
         cotangent_out: Sequence[Any],
         external_data: Mapping[ValueKey, Any],
         ctx: Any,
-        needed: tuple[bool, ...] | None,
+        needed: tuple[bool, ...] | None = None,
     ) -> list[Any]:
+        """The protocol's method; ``needed`` (from ``run_transposed_linear_for``) selects
+        a plan that computes only those inputs' cotangents."""
         if len(cotangent_out) != len(linear.tangent_outputs):
             raise ValueError(
                 f"cotangent_out: expected {len(linear.tangent_outputs)} cotangents, "
