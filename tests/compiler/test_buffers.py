@@ -63,6 +63,12 @@ def test_idle_memory_is_bounded() -> None:
     arrays = [pool.allocate((1000,), F64) for _ in range(3)]
     del arrays
     assert pool.idle_bytes == 8000  # one kept, two freed
+    small = [pool.allocate((100,), F64) for _ in range(3)]
+    del small  # the long-idle 8000-byte block makes room for the new sizes
+    assert pool.idle_bytes == 2400 and 8000 not in [b.nbytes for b in pool.idle_blocks()]
+    huge = pool.allocate((2000,), F64)
+    del huge  # larger than the bound on its own: not kept, nothing evicted for it
+    assert pool.idle_bytes == 2400 and pool.reuses == 0
     off = BufferPool(max_idle_bytes=0)
     a = off.allocate((10,), F64)
     del a

@@ -11,13 +11,15 @@ pooled block. Every view of the array keeps the lease alive (numpy views hold th
 base), so the block returns to the pool only when the last array or view over it is
 gone; nobody can observe a block being reused. Idle memory is bounded by
 ``max_idle_bytes`` (``TIDU_COMPILE_POOL_BYTES``, default 256 MiB; 0 turns pooling
-off); a block that would exceed it is freed instead of kept.
+off): the blocks idle the longest are freed first, so the sizes of a finished
+workload make room for the next one's.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -65,7 +67,8 @@ class BufferPool:
         self.max_idle_bytes = max_idle_bytes
         self.idle_bytes = 0
         self.reuses = 0
-        self._idle: dict[int, list[np.ndarray]] = {}
+        self._idle: dict[int, dict[int, np.ndarray]] = {}  # size -> id -> block (newest last)
+        self._age: OrderedDict[int, int] = OrderedDict()  # id -> size, longest idle first
         self._lock = threading.RLock()
 
     def allocate(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -75,7 +78,8 @@ class BufferPool:
         with self._lock:
             blocks = self._idle.get(nbytes)
             if blocks:
-                block = blocks.pop()
+                key, block = blocks.popitem()  # the most recently used: likely cache-warm
+                del self._age[key]
                 self.idle_bytes -= nbytes
                 self.reuses += 1
         if block is None:
@@ -83,17 +87,30 @@ class BufferPool:
         return np.asarray(_Lease(self, block, shape, dtype.str))
 
     def give_back(self, block: np.ndarray) -> None:
-        """Keep ``block`` for reuse, unless that would exceed ``max_idle_bytes``."""
+        """Keep ``block`` for reuse, freeing the longest-idle blocks to stay within
+        ``max_idle_bytes`` (a block larger than that on its own is not kept)."""
+        nbytes = block.nbytes
         with self._lock:
-            if self.idle_bytes + block.nbytes > self.max_idle_bytes:
+            if nbytes > self.max_idle_bytes:
                 return  # freed with its last reference
-            self._idle.setdefault(block.nbytes, []).append(block)
-            self.idle_bytes += block.nbytes
+            while self.idle_bytes + nbytes > self.max_idle_bytes:
+                key, size = self._age.popitem(last=False)
+                del self._idle[size][key]
+                self.idle_bytes -= size
+            self._idle.setdefault(nbytes, {})[id(block)] = block
+            self._age[id(block)] = nbytes
+            self.idle_bytes += nbytes
+
+    def idle_blocks(self) -> list[np.ndarray]:
+        """The idle blocks, longest idle first (for tests and debugging)."""
+        with self._lock:
+            return [self._idle[size][key] for key, size in self._age.items()]
 
     def clear(self) -> None:
         """Free every idle block (leased ones come back, or not, as usual)."""
         with self._lock:
             self._idle.clear()
+            self._age.clear()
             self.idle_bytes = 0
 
 
