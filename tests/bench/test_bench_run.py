@@ -72,13 +72,16 @@ def test_quick_w1_json_structure(quick_w1: tuple[Any, dict[str, Any]]) -> None:
         assert "error" not in warm, warm
         assert warm["stats"]["disk_hits"] >= 1 and warm["stats"]["compiles"] == 0
         assert compile_["warm_disk_seconds"] >= 0
+        assert warm["stats"]["disk_seconds"] > 0
+        assert compile_["disk_load_per_node_seconds"] == pytest.approx(
+            warm["stats"]["disk_seconds"] / warm["stats"]["disk_hits"])
 
 
 def test_quick_w1_table_and_progress(quick_w1: tuple[Any, dict[str, Any]]) -> None:
     done, _ = quick_w1
     out = done.stdout
     for text in ("workload", "tidu median [min-max]", "tidu/numpy", "tidu/torch", "tidu/jax",
-                 "W1 n=1e6", "compile (tidu", "machine:", "cores"):  # fmt: skip
+                 "W1 n=1e6", "compile (tidu", "disk/node", "machine:", "cores"):  # fmt: skip
         assert text in out, text
     assert "FAIL" not in out
     assert "[1/" in done.stderr and "W1 n=1e5 tidu..." in done.stderr

@@ -48,6 +48,7 @@ def test_new_executor_with_same_directory_hits_disk(tmp_path: Path) -> None:
     again = CompiledExecutor(tmp_path, forbid_compile=True)
     got = mlp_gradients(again)
     assert again.stats.compiles == 0 and again.stats.disk_hits > 0
+    assert again.stats.disk_seconds > 0 and again.stats.compile_seconds == 0
     assert all(np.array_equal(a, b) for a, b in zip(expected, got, strict=True))
 
 

@@ -60,6 +60,8 @@ class ExecutorStats:
     disk_hits: int = 0
     fallbacks: int = 0
     compile_seconds: float = 0.0
+    #: Time spent reading disk hits and loading their object code (not compiling).
+    disk_seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
@@ -67,7 +69,7 @@ class ExecutorStats:
         return (
             f"compiles={self.compiles} memory_hits={self.memory_hits} "
             f"disk_hits={self.disk_hits} fallbacks={self.fallbacks} "
-            f"compile_seconds={self.compile_seconds:.3f}"
+            f"compile_seconds={self.compile_seconds:.3f} disk_seconds={self.disk_seconds:.3f}"
         )
 
 
@@ -458,6 +460,7 @@ class CompiledExecutor(BackwardExecutor):
         if any(0 in t.shape for t in program.types):  # xDSL cannot lower zero-size memrefs
             raise UnsupportedNode("a zero-size value: numpy runs the node (there is no work)")
         digest = pipeline.program_digest(program)
+        start = time.perf_counter()
         artifact: Any = self.disk.get(digest) if self.disk is not None else None
         bound = None
         if artifact is not None and _fits(pipeline.artifact_matches(artifact, digest), artifact,
@@ -465,6 +468,7 @@ class CompiledExecutor(BackwardExecutor):
             try:
                 bound = pipeline.bind(artifact)
                 self.stats.disk_hits += 1
+                self.stats.disk_seconds += time.perf_counter() - start
             except Exception:  # noqa: BLE001 - a damaged entry is a miss: compile it again
                 bound = None
         if bound is None:

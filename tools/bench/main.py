@@ -124,6 +124,13 @@ def _measure_numpy(workload: Workload, arrays: Sequence[Any], policy: Policy) ->
     return {"timing": timing, "grads": workload.numpy_backward(saved)}
 
 
+def _per_node_disk_load(warm: dict[str, Any]) -> float | None:
+    """Seconds per node the warm-from-disk child spent loading artifacts (no compiling)."""
+    stats = warm.get("stats") or {}
+    hits = stats.get("disk_hits") or 0
+    return stats["disk_seconds"] / hits if hits and "disk_seconds" in stats else None
+
+
 def _compile_entry(tidu: dict[str, Any], warm: dict[str, Any]) -> dict[str, Any]:
     stats = tidu["stats"]
     compiles = stats["compiles"]
@@ -131,6 +138,7 @@ def _compile_entry(tidu: dict[str, Any], warm: dict[str, Any]) -> dict[str, Any]
         "first_call_seconds": tidu["first_call_seconds"],
         "cold_seconds": tidu["cold_seconds"],
         "warm_disk_seconds": warm.get("warm_disk_seconds"),
+        "disk_load_per_node_seconds": _per_node_disk_load(warm),
         "compiles": compiles,
         "compile_seconds": stats["compile_seconds"],
         "per_node_seconds": stats["compile_seconds"] / compiles if compiles else None,

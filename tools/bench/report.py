@@ -170,7 +170,8 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _compile_lines(document: Mapping[str, Any]) -> list[str]:
-    header = ["workload", "nodes", "cold", "warm-disk", "s/node", "jax jit", "cold stages"]
+    header = ["workload", "nodes", "cold", "warm-disk", "s/node", "disk/node", "jax jit",
+              "cold stages"]  # fmt: skip
     rows: list[list[str]] = [header]
     for row in document["workloads"]:
         comp = row.get("compile") or {}
@@ -184,13 +185,16 @@ def _compile_lines(document: Mapping[str, Any]) -> list[str]:
         rows.append([
             row["workload"], str(comp.get("compiles", "-")), format_time(comp.get("cold_seconds")),
             warm_text, format_time(comp.get("per_node_seconds")),
+            format_time(comp.get("disk_load_per_node_seconds")),
             format_time(jax.get("compile_seconds")), stage_text,
         ])  # fmt: skip
     warmup = document.get("process_warmup_seconds")
     title = (
         "compile (tidu: cold = first grad - warm median, fresh executor and empty cache dir; "
-        "warm-disk = same in a fresh process on that cache dir; s/node = compile_seconds / "
-        f"compiles; one-time process warm-up {format_time(warmup)} not included)"
+        "warm-disk = same in a fresh process on that cache dir (it includes the first "
+        "call's fresh memory); s/node = compile_seconds / compiles; disk/node = that "
+        "process's time loading each node's artifact from disk; one-time process warm-up "
+        f"{format_time(warmup)} not included)"
     )
     return [title, *(_table(rows) if len(rows) > 1 else ["(nothing compiled)"])]
 

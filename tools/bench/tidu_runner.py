@@ -62,6 +62,7 @@ def _stats(executor: Any) -> dict[str, Any]:
         "disk_hits": stats.disk_hits,
         "fallbacks": stats.fallbacks,
         "compile_seconds": stats.compile_seconds,
+        "disk_seconds": getattr(stats, "disk_seconds", 0.0),
         "stage_seconds": dict(getattr(stats, "stage_seconds", {}) or {}),
         "errors": list(getattr(stats, "errors", []) or [])[:5],
     }
