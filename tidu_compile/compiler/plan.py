@@ -31,7 +31,7 @@ from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.parallel import run_chunked
 from tidu_compile.ops.base import TensorType
 
-__all__ = ["KernelStep", "LibraryStep", "Plan", "native_buffer"]
+__all__ = ["KernelStep", "LibraryStep", "Plan", "SingleStep", "native_buffer"]
 
 
 def _data_pointer(array: np.ndarray) -> int:
@@ -94,6 +94,21 @@ class LibraryStep:
 
 
 @dataclass(frozen=True)
+class SingleStep:
+    """A bound plan that is one kernel call: ``runner(*inputs, *outputs, *rows)``.
+
+    ``inputs`` index the arguments; ``output_specs`` are ``(shape, dtype, allocate)``;
+    ``results`` index arguments then outputs. With no runner the results are arguments.
+    """
+
+    runner: Any
+    inputs: tuple[int, ...]
+    output_specs: tuple[tuple[tuple[int, ...], np.dtype, Any], ...]
+    results: tuple[int | None, ...]
+    rows: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Plan:
     """Steps, buffer types and result buffers of one compiled node (picklable)."""
 
@@ -139,13 +154,16 @@ class BoundPlan:
     interpreter's ndarray layout allows it (see ``backend.array_entry``), outputs are
     allocated with ``np.empty`` (large ones from ``buffers.POOL``), and argument shapes
     and dtypes are checked only when ``run`` is asked to (the executor's cache key
-    already guarantees them).
+    already guarantees them). One-kernel plans (``single_step``) run through the
+    straight-line code of ``compiler.fast_path`` instead.
     """
 
     def __init__(self, plan: Plan, functions: dict[str, Any], by_object: bool) -> None:
         self.plan = plan
         self._by_object = by_object
-        self._to_argument = id if by_object else _data_pointer
+        #: What a kernel is called with for an array: ``id`` (``.arrays`` entry points)
+        #: or its data pointer.
+        self.to_argument = id if by_object else _data_pointer
         self._dtypes = [np.dtype(t.dtype) for t in plan.types]
         self._arg_dtypes = [
             d if d.isnative else d.newbyteorder("=") for d in self._dtypes[: plan.arg_count]
@@ -161,21 +179,20 @@ class BoundPlan:
                 self._steps.append((step, functions[step.symbol], step.inputs, step.outputs, specs))
             else:
                 self._steps.append((None, step.op, step.inputs, step.outputs, specs))
-        self._single = self._single_kernel_form()
-        self._arg_layouts = [
+        #: Per argument: (shape, strides, dtype) of a C-contiguous native array.
+        self.arg_layouts = [
             (t.shape, np.empty(t.shape, self._dtypes[i]).strides, self._arg_dtypes[i])
             for i, t in enumerate(plan.types[: plan.arg_count])
         ]
 
-    def _single_kernel_form(self) -> tuple[Any, ...] | None:
-        """For the common one-kernel plan: what ``run_matching`` needs, else None.
+    def single_step(self) -> SingleStep | None:
+        """The plan as one unthreaded kernel call (or none at all), else None.
 
-        ``(runner, inputs or None when they are the arguments in order, output specs,
-        results as positions in arguments + outputs, the row range of a chunked kernel)``;
-        a plan with no steps has no runner. A kernel worth threads goes through ``run``.
+        This is the common per-op node; ``compiler.fast_path`` turns it into
+        straight-line code. A kernel worth threads goes through ``run``.
         """
         if not self._steps:  # results are arguments (an addition passes its cotangent on)
-            return None, None, [], self.plan.results, ()
+            return SingleStep(None, (), (), self.plan.results, ())
         kernel = self._steps[0][0]
         if len(self._steps) != 1 or kernel is None or kernel.work >= parallel.PARALLEL_WORK:
             return None  # several steps, a library call, or a kernel worth threads
@@ -183,13 +200,12 @@ class BoundPlan:
         first_output = self.plan.arg_count
         if list(outputs) != list(range(first_output, first_output + len(outputs))):
             return None
-        in_order = inputs == tuple(range(first_output))
         rows = (0, kernel.extent) if kernel.extent else ()  # a chunked kernel's whole range
-        return runner, None if in_order else inputs, specs, self.plan.results, rows
+        return SingleStep(runner, inputs, tuple(specs), self.plan.results, rows)
 
     def matches(self, args: Sequence[Any]) -> bool:
         """Whether ``args`` are exactly the plan's argument types, C-contiguous and native."""
-        layouts = self._arg_layouts
+        layouts = self.arg_layouts
         if len(args) != len(layouts):
             return False
         for arg, layout in zip(args, layouts):  # noqa: B905
@@ -201,23 +217,6 @@ class BoundPlan:
             ):
                 return False
         return True
-
-    def run_matching(self, args: Sequence[Any]) -> list[np.ndarray | None]:
-        """``run`` for arguments that passed ``matches``: the lean per-node path."""
-        if self._single is None:
-            return self.run(args, check=False)
-        runner, inputs, specs, result_positions, rows = self._single
-        if runner is None:
-            return [None if r is None else args[r] for r in result_positions]
-        outputs = [allocate(shape, dtype) for shape, dtype, allocate in specs]
-        to_argument = self._to_argument
-        runner(
-            *map(to_argument, args if inputs is None else [args[i] for i in inputs]),
-            *map(to_argument, outputs),
-            *rows,
-        )
-        buffers = [*args, *outputs]
-        return [None if r is None else buffers[r] for r in result_positions]
 
     def run(self, args: Sequence[Any], check: bool = True) -> list[np.ndarray | None]:
         plan = self.plan
@@ -235,7 +234,7 @@ class BoundPlan:
             if not (flags.c_contiguous and flags.aligned and arg.dtype.isnative):
                 buffers[i] = _native_copy(arg, self._arg_dtypes[i])
         buffers += self._padding
-        to_argument = self._to_argument
+        to_argument = self.to_argument
         for kernel, runner, inputs, outputs, specs in self._steps:
             if kernel is not None:
                 results = [allocate(shape, dtype) for shape, dtype, allocate in specs]

@@ -31,6 +31,7 @@ import numpy as np
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, linear_transpose
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.cache import DiskCache, MemoryCache, default_cache_dir
+from tidu_compile.compiler.fast_path import build_fast_call
 from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import (
     MissingSavedValue,
@@ -103,6 +104,8 @@ class _Compiled:
     unread: tuple[tuple[ValueKey, tuple[int, ...], np.dtype], ...] = ()
     #: The inputs whose cotangents the plan computes (None: all of them).
     needed: tuple[bool, ...] | None = None
+    #: ``fast(seeds, saved)``: the one-kernel plan as straight-line code, or None.
+    fast: Any = None
 
 
 def _fits(matches: bool, artifact: Any, program: Any) -> bool:
@@ -308,22 +311,9 @@ class CompiledExecutor(BackwardExecutor):
         )
         last = entry.last
         if last is not None and last.needed == needed:  # usually the types of last time
-            try:
-                args = [seeds[i] if key is None else external_data.get(key)
-                        for i, key in last.arg_sources]  # fmt: skip
-                if last.plan.matches(args) and (
-                    not last.unread or _unread_match(external_data, last.unread)
-                ):
-                    self.stats.memory_hits += 1
-                    puts = self.memory.puts
-                    if entry.last_touched_at != puts:
-                        self.memory.touch(entry.last_key)
-                        entry.last_touched_at = puts
-                    if last.fallbacks:
-                        self.stats.fallbacks += last.fallbacks
-                    return last.plan.run_matching(args)
-            except AttributeError:  # not arrays: a user's own operand type
-                pass
+            results = self._run_last(entry, last, seeds, external_data)
+            if results is not None:
+                return results
         if not entry.retained_known:
             self._learn_retained(entry, external_data)
         saved = [external_data.get(k) for k in entry.saved_order]
@@ -380,6 +370,36 @@ class CompiledExecutor(BackwardExecutor):
             return np.add(a, b, out=POOL.allocate(a.shape, a.dtype))
         # np.asarray: np.add of two 0-d arrays is a numpy scalar, not an array.
         return np.asarray(np.add(a, b)) if isinstance(a, np.ndarray) else a + b
+
+    def _run_last(
+        self,
+        entry: _NodeEntry,
+        last: _Compiled,
+        seeds: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+    ) -> list[Any] | None:
+        """Run the plan used last if the arguments still fit it exactly, else None."""
+        if last.fast is not None:
+            results = last.fast(seeds, external_data)
+        else:
+            try:
+                args = [seeds[i] if key is None else external_data.get(key)
+                        for i, key in last.arg_sources]  # fmt: skip
+                fits = last.plan.matches(args) and (
+                    not last.unread or _unread_match(external_data, last.unread)
+                )
+            except AttributeError:  # not arrays: a user's own operand type
+                return None
+            results = last.plan.run(args, check=False) if fits else None
+            if results is not None and last.fallbacks:
+                self.stats.fallbacks += last.fallbacks
+        if results is not None:
+            self.stats.memory_hits += 1
+            puts = self.memory.puts
+            if entry.last_touched_at != puts:
+                self.memory.touch(entry.last_key)
+                entry.last_touched_at = puts
+        return results
 
     def _learn_retained(self, entry: _NodeEntry, external_data: Mapping[ValueKey, Any]) -> None:
         """Append the keys of retained intermediates (saved data beyond the node's inputs
@@ -497,7 +517,9 @@ class CompiledExecutor(BackwardExecutor):
             for i, t in enumerate(saved_types[: len(entry.recorded.input_keys)])
             if t is not None and i not in read
         )
-        return _Compiled(bound, sources, plan.fallback_count, nbytes, unread, needed)
+        fast = build_fast_call(bound, sources, unread)
+        return _Compiled(bound, sources, plan.fallback_count, nbytes, unread, needed,
+                         None if fast is None else fast.function)  # fmt: skip
 
     def _run_reference(
         self,
