@@ -100,7 +100,9 @@ class ScaleOneOrScale(RewritePattern):
             _replace_by_value(op, op.operand, rewriter)
             return
         inner = op.operand.owner
-        if isinstance(inner, ScaleOp):
+        # A fold onto itself (a cycle, in IR that defines values after their use) would
+        # never end: check_ssa_order rejects such IR; this keeps the pattern safe anyway.
+        if isinstance(inner, ScaleOp) and inner is not op and inner.operand.owner is not op:
             a, b = op.value, inner.value
             product = a.real * b.real if a.imag == 0 and b.imag == 0 else a * b
             rewriter.replace(op, ScaleOp(inner.operand, product))

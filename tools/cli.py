@@ -142,6 +142,7 @@ def command_opt(args: argparse.Namespace) -> None:
     from xdsl.parser import Parser
 
     from tidu_compile.compiler.pipeline import run_passes, tidu_context
+    from tidu_compile.compiler.ssa_order import check_ssa_order
 
     path = Path(args.file)
     if not path.is_file():
@@ -150,6 +151,7 @@ def command_opt(args: argparse.Namespace) -> None:
     try:
         module = Parser(context, path.read_text(), str(path)).parse_module()
         module.verify()
+        check_ssa_order(module)
     except Exception as error:  # noqa: BLE001 - malformed IR is a user mistake
         raise CliError(f"{args.file}: {_first_line(error)}") from None
 

@@ -153,6 +153,35 @@ def test_opt_user_errors(tmp_path: Path, text: str, passes: str, message: str) -
     assert_user_error(run("opt", str(tmp_path / "absent.mlir")), "no such file")
 
 
+CYCLES = {
+    "self": "  %0 = tidu.scale %0, 2.0 : tensor<4xf64>\n  func.return %0 : tensor<4xf64>\n",
+    "pair": "  %0 = tidu.scale %1, 2.0 : tensor<4xf64>\n  %1 = tidu.scale %0, 3.0 : "
+            "tensor<4xf64>\n  func.return %1 : tensor<4xf64>\n",
+    "nested": "  %0 = tidu.kernel ins(%x : tensor<4xf64>) domain [4] maps [[0]] -> [[0]] {\n"
+              "  ^bb0(%a: f64):\n    %b = tidu.neg %c : f64\n    %c = tidu.neg %a : f64\n"
+              "    tidu.yield %b : f64\n  } : tensor<4xf64>\n"
+              "  func.return %0 : tensor<4xf64>\n",
+}
+
+
+@pytest.mark.parametrize("body", CYCLES.values(), ids=CYCLES.keys())
+def test_opt_rejects_values_used_before_their_definition(tmp_path: Path, body: str) -> None:
+    path = tmp_path / "cycle.mlir"
+    path.write_text(f"func.func @f(%x: tensor<4xf64>) -> tensor<4xf64> {{\n{body}}}\n")
+    result = run("opt", str(path), "-p", "canonicalize")  # used to loop forever
+    assert_user_error(result, "used before it is defined")
+
+
+def test_a_scale_cycle_across_blocks_ends(tmp_path: Path) -> None:
+    path = tmp_path / "cfg.mlir"
+    path.write_text("func.func @f(%x: tensor<4xf64>) -> tensor<4xf64> {\n"
+                    "  %0 = tidu.scale %1, 2.0 : tensor<4xf64>\n  cf.br ^bb1\n^bb1:\n"
+                    "  %1 = tidu.scale %0, 3.0 : tensor<4xf64>\n"
+                    "  func.return %1 : tensor<4xf64>\n}\n")  # fmt: skip
+    result = run("opt", str(path), "-p", "canonicalize")
+    assert result.returncode in (0, 2) and "Traceback" not in result.stderr
+
+
 def test_passes_lists_every_pass_with_a_description() -> None:
     result = run("passes")
     assert result.returncode == 0, result.stderr
