@@ -11,8 +11,12 @@ Per node, the first call with given input types builds the node's backward progr
    compilation environment (``compiler.cache``).
 
 ``execute_forward`` computes nothing: residuals are recomputed inside the kernels from
-the saved data. Nodes the compiler cannot type (a user's own primitive set) run on the
-``ReferenceExecutor`` and count as fallbacks.
+the saved data (or read from values the tape retained). A node some of whose inputs
+need no gradient comes through ``run_transposed_linear_for`` and gets a plan without
+their cotangents. The usual call, with the argument types of the previous one, goes
+through the plan's generated fast call (``compiler.fast_path``). Nodes the compiler
+cannot type (a user's own primitive set) run on the ``ReferenceExecutor`` and count as
+fallbacks.
 """
 
 from __future__ import annotations
