@@ -28,21 +28,20 @@ def _node(make: Any, *values: np.ndarray) -> tuple[CompiledExecutor, Any, Any]:
 def test_source_of_a_scalar_product() -> None:
     _, compiled, _ = _node(lambda x, a: x * a, np.array(0.3), np.array(0.7))
     fast = build_fast_call(compiled.plan, compiled.arg_sources, compiled.unread)
-    assert fast is not None
     lines = fast.source.splitlines()
     assert lines[0] == "def fast_call(seeds, saved):"
     assert lines[1] == "    a0 = seeds[0]"
     assert lines[2].startswith("    if type(a0) is not ndarray or (a0.shape, a0.strides, a0.dtype)")
     assert "    a1 = saved.get(K1)" in lines and "    a2 = saved.get(K2)" in lines
-    assert "    o0 = A0(S0, D0)" in lines and "    o1 = A1(S1, D1)" in lines
-    assert lines[-2] == "    RUN(ptr(a0), ptr(a1), ptr(a2), ptr(o0), ptr(o1))"
-    assert lines[-1].startswith("    return [o")
+    assert "    b3 = Ab3(Sb3, Db3)" in lines and "    b4 = Ab4(Sb4, Db4)" in lines
+    assert lines[-2] == "    RUN0(ptr(a0), ptr(a1), ptr(a2), ptr(b3), ptr(b4))"
+    assert lines[-1] in ("    return [b3, b4]", "    return [b4, b3]")
 
 
 def test_a_stepless_plan_returns_its_arguments() -> None:
     _, compiled, trace = _node(lambda x, y: x + y, np.ones(3), np.ones(3))
     fast = build_fast_call(compiled.plan, compiled.arg_sources, compiled.unread)
-    assert fast is not None and "RUN" not in fast.source
+    assert "RUN" not in fast.source and fast.source.endswith("    return [a0, a0]\n")
     seed = np.full(3, 2.0)
     results = fast.function([seed], trace.saved_values)
     assert results is not None and [r is seed for r in results] == [True, True]
@@ -52,14 +51,23 @@ def test_a_stepless_plan_returns_its_arguments() -> None:
         assert fast.function([seed], changed) is None  # an unread input of another type
 
 
-def test_threaded_or_multi_step_plans_have_no_fast_call(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_library_calls_and_threaded_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     from tidu_compile.compiler import parallel
 
+    _, compiled, trace = _node(lambda x, w: x @ w, np.ones((2, 3)), np.ones((3, 4)))
+    fast = build_fast_call(compiled.plan, compiled.arg_sources, compiled.unread)
+    assert "= LIB0(" in fast.source and "= LIB1(" in fast.source  # both contractions
+    results = fast.function([np.ones((2, 4))], trace.saved_values)
+    assert results is not None
+    np.testing.assert_array_equal(results[0], np.full((2, 3), 4.0))
+    np.testing.assert_array_equal(results[1], np.full((3, 4), 2.0))
     monkeypatch.setattr(parallel, "PARALLEL_WORK", 1)
-    _, compiled, _ = _node(lambda x: tc.exp(x) * x, np.ones((4, 4)))
-    assert build_fast_call(compiled.plan, compiled.arg_sources, compiled.unread) is None
-    _, compiled, _ = _node(lambda x, w: x @ w, np.ones((2, 3)), np.ones((3, 4)))
-    assert build_fast_call(compiled.plan, compiled.arg_sources, compiled.unread) is None
+    _, compiled, trace = _node(tc.function(lambda x: tc.exp(x) * x), np.ones((4, 4)))
+    fast = build_fast_call(compiled.plan, compiled.arg_sources, compiled.unread)
+    assert "CHUNKS0([" in fast.source and "RUN0(" not in fast.source
+    results = fast.function([np.ones((4, 4))], trace.saved_values)
+    assert results is not None
+    np.testing.assert_allclose(results[0], np.full((4, 4), 2.0 * np.e), rtol=1e-15)
 
 
 def _mismatches(good: np.ndarray) -> list[Any]:
@@ -81,7 +89,6 @@ def test_any_layout_difference_returns_none() -> None:
     x, y = np.linspace(0.5, 1.5, 5), np.linspace(-1.0, 1.0, 5)
     _, compiled, trace = _node(lambda x, y: tc.sin(x) * y, x, y)
     fast = compiled.fast
-    assert fast is not None
     saved = dict(trace.saved_values)
     seed = np.full(5, 0.5)
     want = compiled.plan.run([seed if k is None else saved[k] for _, k in compiled.arg_sources])

@@ -1,12 +1,14 @@
 """The per-node hot path of a compiled plan, as straight-line Python generated per plan.
 
 Every backward call of a compiled node does the same few things: gather its arguments
-(cotangent seeds and saved values), check that they have the plan's exact layouts, allocate
-the outputs and call the kernel. Written as loops over per-plan tables this costs about
+(cotangent seeds and saved values), check that they have the plan's exact layouts, then
+run the steps: allocate each kernel's outputs and call it, or call numpy (contractions,
+layout changes) between kernels. Written as loops over per-plan tables this costs about
 2 us per node; generated as straight-line code, with the tables' entries bound as
 constants, it costs about 1 us (W2's chain of 1000 scalar nodes: 3.3 -> 2.3 ms). For
 the node ``x * a`` with 0-d f64 values, ``FastCall.source`` reads (``L0`` is the
-layout ``((), (), float64)``, ``K1`` the saved key of ``x``, ``A0`` the allocator)::
+layout ``((), (), float64)``, ``K1`` the saved key of ``x``, ``Ab3`` the allocator
+of buffer 3)::
 
     def fast_call(seeds, saved):
         a0 = seeds[0]
@@ -18,10 +20,14 @@ layout ``((), (), float64)``, ``K1`` the saved key of ``x``, ``A0`` the allocato
         a2 = saved.get(K2)
         if type(a2) is not ndarray or (a2.shape, a2.strides, a2.dtype) != L2 or (a2.base ...
             return None
-        o0 = A0(S0, D0)
-        o1 = A1(S1, D1)
-        RUN(ptr(a0), ptr(a1), ptr(a2), ptr(o0), ptr(o1))
-        return [o1, o0]
+        b3 = Ab3(Sb3, Db3)
+        b4 = Ab4(Sb4, Db4)
+        RUN0(ptr(a0), ptr(a1), ptr(a2), ptr(b3), ptr(b4))
+        return [b4, b3]
+
+A contraction is ``b2, = LIB0(a1, a0)`` (``plan.library_values``: numpy's BLAS into a
+recycled output); a kernel worth threads is ``CHUNKS0([...], [...])``
+(``parallel.run_chunked``); a chunked kernel run whole gets its row range ``0, N``.
 
 ``fast_call`` returns None when any argument differs from the plan's layout (the executor
 then takes its general path, which finds or compiles the right plan), so it never hands
@@ -33,11 +39,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from tidu_compile.compiler.plan import BoundPlan
+from tidu_compile.compiler import parallel
+from tidu_compile.compiler.plan import BoundPlan, library_values
 
 __all__ = ["FastCall", "build_fast_call"]
 
@@ -54,16 +62,13 @@ def build_fast_call(
     bound: BoundPlan,
     arg_sources: Sequence[tuple[int, Hashable | None]],
     unread: Sequence[tuple[Hashable, tuple[int, ...], np.dtype]] = (),
-) -> FastCall | None:
-    """The fast call of a plan with at most one (unthreaded) kernel, else None.
+) -> FastCall:
+    """The fast call of ``bound``.
 
     ``arg_sources`` gives each plan argument as ``(i, None)`` (seed ``i``) or
     ``(-1, key)`` (the saved value ``key``); ``unread`` lists saved inputs the plan does
     not read but whose ``(key, shape, dtype)`` must still match.
     """
-    single = bound.single_step()
-    if single is None:
-        return None
     constants: dict[str, Any] = {"ndarray": np.ndarray, "ptr": bound.to_argument}
     lines = ["def fast_call(seeds, saved):"]
     for index, ((seed, key), layout) in enumerate(
@@ -83,29 +88,51 @@ def build_fast_call(
         )
         lines.append("        return None")
     for index, (key, shape, dtype) in enumerate(unread):
+        value = f"u{index}"
         constants[f"U{index}"] = key
         constants[f"UL{index}"] = (shape, dtype)
-        lines.append(f"    u{index} = saved.get(U{index})")
-        unread_value = f"u{index}"
+        lines.append(f"    {value} = saved.get(U{index})")
         lines.append(
-            f"    if type({unread_value}) is not ndarray or "
-            f"({unread_value}.shape, {unread_value}.dtype) != UL{index}:"
+            f"    if type({value}) is not ndarray or ({value}.shape, {value}.dtype) != "
+            f"UL{index}:"
         )
         lines.append("        return None")
-    buffers = [f"a{i}" for i in range(len(arg_sources))]
-    if single.runner is not None:
-        for index, (shape, dtype, allocate) in enumerate(single.output_specs):
-            constants.update({f"A{index}": allocate, f"S{index}": shape, f"D{index}": dtype})
-            lines.append(f"    o{index} = A{index}(S{index}, D{index})")
-            buffers.append(f"o{index}")
-        constants["RUN"] = single.runner
-        pointers = [f"ptr({buffers[i]})" for i in single.inputs]
-        pointers += [f"ptr(o{i})" for i in range(len(single.output_specs))]
-        pointers += [str(row) for row in single.rows]
-        lines.append(f"    RUN({', '.join(pointers)})")
-    results = ["None" if r is None else buffers[r] for r in single.results]
+    names = [f"a{i}" for i in range(len(arg_sources))]
+    names += [f"b{i}" for i in range(len(arg_sources), len(bound.plan.types))]
+    for number, step in enumerate(bound.steps):
+        lines += _step_lines(number, step, names, constants, bound)
+    results = ["None" if r is None else names[r] for r in bound.plan.results]
     lines.append(f"    return [{', '.join(results)}]")
     source = "\n".join(lines) + "\n"
     namespace = dict(constants)
     exec(compile(source, "<tidu_compile fast_call>", "exec"), namespace)  # noqa: S102
     return FastCall(namespace["fast_call"], source)
+
+
+def _step_lines(
+    number: int, step: Any, names: list[str], constants: dict[str, Any], bound: BoundPlan
+) -> list[str]:
+    """The lines of one step; its runner and output specs become constants."""
+    inputs = [names[i] for i in step.inputs]
+    outputs = [names[o] for o in step.outputs]
+    if step.kernel is None:  # a library call (numpy): the checked helper does it all
+        constants[f"LIB{number}"] = partial(library_values, step.runner, step.specs)
+        return [f"    {', '.join(outputs)}, = LIB{number}({', '.join(inputs)})"]
+    lines = []
+    for output, (shape, dtype, allocate) in zip(outputs, step.specs, strict=True):
+        constants.update({f"A{output}": allocate, f"S{output}": shape, f"D{output}": dtype})
+        lines.append(f"    {output} = A{output}(S{output}, D{output})")
+    kernel = step.kernel
+    constants[f"RUN{number}"] = step.runner
+    if kernel.extent and kernel.work >= parallel.PARALLEL_WORK:  # worth threads
+        constants[f"CHUNKS{number}"] = partial(
+            parallel.run_chunked, step.runner, partial=kernel.partial_outputs,
+            extent=kernel.extent, work=kernel.work, to_argument=bound.to_argument,
+        )  # fmt: skip
+        lines.append(f"    CHUNKS{number}([{', '.join(inputs)}], [{', '.join(outputs)}])")
+        return lines
+    pointers = [f"ptr({name})" for name in inputs + outputs]
+    if kernel.extent:
+        pointers += ["0", str(kernel.extent)]  # the whole row range
+    lines.append(f"    RUN{number}({', '.join(pointers)})")
+    return lines

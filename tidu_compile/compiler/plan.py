@@ -21,17 +21,16 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from tidu_compile.backend.array_entry import ENTRY_SUFFIX, array_data_offset
-from tidu_compile.compiler import parallel
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.parallel import run_chunked
 from tidu_compile.ops.base import TensorType
 
-__all__ = ["KernelStep", "LibraryStep", "Plan", "SingleStep", "native_buffer"]
+__all__ = ["BoundStep", "KernelStep", "LibraryStep", "Plan", "library_values", "native_buffer"]
 
 
 def _data_pointer(array: np.ndarray) -> int:
@@ -93,19 +92,15 @@ class LibraryStep:
     fallback: bool = False  # True when the compiler could not lower ``op``
 
 
-@dataclass(frozen=True)
-class SingleStep:
-    """A bound plan that is one kernel call: ``runner(*inputs, *outputs, *rows)``.
+class BoundStep(NamedTuple):
+    """One step of a bound plan: ``kernel`` (None for a library call), the native
+    function or the op, buffer indices, and ``(shape, dtype, allocate)`` per output."""
 
-    ``inputs`` index the arguments; ``output_specs`` are ``(shape, dtype, allocate)``;
-    ``results`` index arguments then outputs. With no runner the results are arguments.
-    """
-
+    kernel: KernelStep | None
     runner: Any
     inputs: tuple[int, ...]
-    output_specs: tuple[tuple[tuple[int, ...], np.dtype, Any], ...]
-    results: tuple[int | None, ...]
-    rows: tuple[int, ...]
+    outputs: tuple[int, ...]
+    specs: tuple[tuple[tuple[int, ...], np.dtype, Any], ...]
 
 
 @dataclass(frozen=True)
@@ -154,8 +149,8 @@ class BoundPlan:
     interpreter's ndarray layout allows it (see ``backend.array_entry``), outputs are
     allocated with ``np.empty`` (large ones from ``buffers.POOL``), and argument shapes
     and dtypes are checked only when ``run`` is asked to (the executor's cache key
-    already guarantees them). One-kernel plans (``single_step``) run through the
-    straight-line code of ``compiler.fast_path`` instead.
+    already guarantees them). The executor's usual call goes through the straight-line
+    code ``compiler.fast_path`` generates from ``steps`` instead.
     """
 
     def __init__(self, plan: Plan, functions: dict[str, Any], by_object: bool) -> None:
@@ -169,54 +164,21 @@ class BoundPlan:
             d if d.isnative else d.newbyteorder("=") for d in self._dtypes[: plan.arg_count]
         ]
         self._padding = [None] * (len(plan.types) - plan.arg_count)
-        # One tuple per step: (kernel step or None, runner, inputs, outputs, output specs).
-        self._steps: list[tuple[KernelStep | None, Any, tuple[int, ...], tuple[int, ...], Any]]
-        self._steps = []
+        #: The steps with what running them takes (``compiler.fast_path`` reads them).
+        self.steps: list[BoundStep] = []
         for step in plan.steps:
-            specs = [(plan.types[o].shape, self._dtypes[o], _allocator(plan.types[o]))
-                     for o in step.outputs]  # fmt: skip
+            specs = tuple((plan.types[o].shape, self._dtypes[o], _allocator(plan.types[o]))
+                          for o in step.outputs)  # fmt: skip
             if isinstance(step, KernelStep):
-                self._steps.append((step, functions[step.symbol], step.inputs, step.outputs, specs))
+                self.steps.append(BoundStep(step, functions[step.symbol], step.inputs,
+                                            step.outputs, specs))  # fmt: skip
             else:
-                self._steps.append((None, step.op, step.inputs, step.outputs, specs))
+                self.steps.append(BoundStep(None, step.op, step.inputs, step.outputs, specs))
         #: Per argument: (shape, strides, dtype) of a C-contiguous native array.
         self.arg_layouts = [
             (t.shape, np.empty(t.shape, self._dtypes[i]).strides, self._arg_dtypes[i])
             for i, t in enumerate(plan.types[: plan.arg_count])
         ]
-
-    def single_step(self) -> SingleStep | None:
-        """The plan as one unthreaded kernel call (or none at all), else None.
-
-        This is the common per-op node; ``compiler.fast_path`` turns it into
-        straight-line code. A kernel worth threads goes through ``run``.
-        """
-        if not self._steps:  # results are arguments (an addition passes its cotangent on)
-            return SingleStep(None, (), (), self.plan.results, ())
-        kernel = self._steps[0][0]
-        if len(self._steps) != 1 or kernel is None or kernel.work >= parallel.PARALLEL_WORK:
-            return None  # several steps, a library call, or a kernel worth threads
-        _, runner, inputs, outputs, specs = self._steps[0]
-        first_output = self.plan.arg_count
-        if list(outputs) != list(range(first_output, first_output + len(outputs))):
-            return None
-        rows = (0, kernel.extent) if kernel.extent else ()  # a chunked kernel's whole range
-        return SingleStep(runner, inputs, tuple(specs), self.plan.results, rows)
-
-    def matches(self, args: Sequence[Any]) -> bool:
-        """Whether ``args`` are exactly the plan's argument types, C-contiguous and native."""
-        layouts = self.arg_layouts
-        if len(args) != len(layouts):
-            return False
-        for arg, layout in zip(args, layouts):  # noqa: B905
-            if (
-                type(arg) is not np.ndarray  # numpy scalars have shape and strides too
-                or (arg.shape, arg.strides, arg.dtype) != layout
-                # an array that owns its memory was allocated aligned; only views may not be
-                or (arg.base is not None and not arg.flags.aligned)
-            ):
-                return False
-        return True
 
     def run(self, args: Sequence[Any], check: bool = True) -> list[np.ndarray | None]:
         plan = self.plan
@@ -235,7 +197,7 @@ class BoundPlan:
                 buffers[i] = _native_copy(arg, self._arg_dtypes[i])
         buffers += self._padding
         to_argument = self.to_argument
-        for kernel, runner, inputs, outputs, specs in self._steps:
+        for kernel, runner, inputs, outputs, specs in self.steps:
             if kernel is not None:
                 results = [allocate(shape, dtype) for shape, dtype, allocate in specs]
                 for index, array in zip(outputs, results, strict=True):
@@ -248,25 +210,32 @@ class BoundPlan:
                 else:
                     runner(*[to_argument(buffers[i]) for i in inputs], *map(to_argument, results))
             else:
-                self._run_library(runner, inputs, outputs, specs, buffers)
+                values = library_values(runner, specs, *[buffers[i] for i in inputs])
+                for index, value in zip(outputs, values, strict=True):
+                    buffers[index] = value
         return [None if r is None else buffers[r] for r in plan.results]
 
-    @staticmethod
-    def _run_library(
-        op: Any, inputs: tuple[int, ...], outputs: tuple[int, ...], specs: Any, buffers: list[Any]
-    ) -> None:
-        if len(specs) == 1 and specs[0][2] is not np.empty and hasattr(op, "evaluate_into"):
-            shape, dtype, allocate = specs[0]  # a large result: into recycled memory
-            values: Any = (op.evaluate_into(allocate(shape, dtype), *(buffers[i] for i in inputs)),)
-        else:
-            values = op.evaluate(*(buffers[i] for i in inputs))
-        for index, value, (shape, dtype, _) in zip(outputs, values, specs, strict=True):
-            value = np.asarray(value)
-            if value.shape != shape or value.dtype != dtype:
-                raise TypeError(
-                    f"library call {op!r} returned {value.shape} {value.dtype}, "
-                    f"the plan expects {shape} {dtype}"
-                )
-            if not value.flags.c_contiguous or not value.flags.aligned:
-                value = _native_copy(value, dtype)
-            buffers[index] = value
+
+def library_values(op: Any, specs: Sequence[tuple[Any, np.dtype, Any]], *inputs: Any) -> list:
+    """``op`` evaluated by numpy on ``inputs``: C-contiguous arrays of the ``specs`` types.
+
+    A contraction (an op with ``evaluate_into``) writes into an output allocated here
+    (recycled memory when large); anything else is checked and copied if it must be.
+    """
+    if len(specs) == 1 and hasattr(op, "evaluate_into"):
+        shape, dtype, allocate = specs[0]
+        values: Any = (op.evaluate_into(allocate(shape, dtype), *inputs),)
+    else:
+        values = op.evaluate(*inputs)
+    arrays = []
+    for value, (shape, dtype, _) in zip(values, specs, strict=True):
+        value = np.asarray(value)
+        if value.shape != shape or value.dtype != dtype:
+            raise TypeError(
+                f"library call {op!r} returned {value.shape} {value.dtype}, "
+                f"the plan expects {shape} {dtype}"
+            )
+        if not value.flags.c_contiguous or not value.flags.aligned:
+            value = _native_copy(value, dtype)
+        arrays.append(value)
+    return arrays

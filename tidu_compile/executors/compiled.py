@@ -108,7 +108,8 @@ class _Compiled:
     unread: tuple[tuple[ValueKey, tuple[int, ...], np.dtype], ...] = ()
     #: The inputs whose cotangents the plan computes (None: all of them).
     needed: tuple[bool, ...] | None = None
-    #: ``fast(seeds, saved)``: the one-kernel plan as straight-line code, or None.
+    #: ``fast(seeds, saved)``: the plan as straight-line code (``compiler.fast_path``),
+    #: None when the arguments do not fit it exactly.
     fast: Any = None
 
 
@@ -121,14 +122,6 @@ def _fits(matches: bool, artifact: Any, program: Any) -> bool:
         and getattr(plan, "arg_count", None) == program.arg_count
         and tuple(plan.types[: program.arg_count]) == program.types[: program.arg_count]
     )
-
-
-def _unread_match(saved: Mapping[ValueKey, Any], unread: tuple[tuple[Any, Any, Any], ...]) -> bool:
-    for key, shape, dtype in unread:
-        value = saved.get(key)
-        if value is None or value.shape != shape or value.dtype != dtype:
-            return False
-    return True
 
 
 def _plan_bytes(compiled: Any) -> int:
@@ -383,22 +376,11 @@ class CompiledExecutor(BackwardExecutor):
         external_data: Mapping[ValueKey, Any],
     ) -> list[Any] | None:
         """Run the plan used last if the arguments still fit it exactly, else None."""
-        if last.fast is not None:
-            results = last.fast(seeds, external_data)
-        else:
-            try:
-                args = [seeds[i] if key is None else external_data.get(key)
-                        for i, key in last.arg_sources]  # fmt: skip
-                fits = last.plan.matches(args) and (
-                    not last.unread or _unread_match(external_data, last.unread)
-                )
-            except AttributeError:  # not arrays: a user's own operand type
-                return None
-            results = last.plan.run(args, check=False) if fits else None
-            if results is not None and last.fallbacks:
-                self.stats.fallbacks += last.fallbacks
+        results = last.fast(seeds, external_data)
         if results is not None:
             self.stats.memory_hits += 1
+            if last.fallbacks:
+                self.stats.fallbacks += last.fallbacks
             puts = self.memory.puts
             if entry.last_touched_at != puts:
                 self.memory.touch(entry.last_key)
@@ -521,9 +503,8 @@ class CompiledExecutor(BackwardExecutor):
             for i, t in enumerate(saved_types[: len(entry.recorded.input_keys)])
             if t is not None and i not in read
         )
-        fast = build_fast_call(bound, sources, unread)
-        return _Compiled(bound, sources, plan.fallback_count, nbytes, unread, needed,
-                         None if fast is None else fast.function)  # fmt: skip
+        fast = build_fast_call(bound, sources, unread).function
+        return _Compiled(bound, sources, plan.fallback_count, nbytes, unread, needed, fast)
 
     def _run_reference(
         self,
