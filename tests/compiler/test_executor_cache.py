@@ -132,7 +132,8 @@ def test_threads_share_one_executor(tmp_path: Path) -> None:
 
 def test_user_scalar_primitives_fall_back_to_reference() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
-    from scalar_prims import Exp, Mul, Tape
+    from scalar_prims import Exp, Mul
+    from scalar_runtime import Tape
 
     executor = CompiledExecutor(False)
     tape = Tape()

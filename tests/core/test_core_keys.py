@@ -7,19 +7,17 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
-from scalar_prims import (
-    LIN1,
-    Exp,
-    LinearizedGraph,
-    Neg,
-    Scale,
-    Sin,
-    emit,
-    jvp_values,
-    output_key,
-)
+from scalar_prims import LIN1, Exp, Neg, Scale, Sin
+from scalar_runtime import emit, jvp_values, output_key
 
-from tidu_compile.ad import CotangentKey, Name, fresh_pass_id, linear_transpose, linearize
+from tidu_compile.ad import (
+    CotangentKey,
+    LinearizedGraph,
+    Name,
+    fresh_pass_id,
+    linear_transpose,
+    linearize,
+)
 from tidu_compile.graph import (
     Derived,
     External,

@@ -6,22 +6,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from scalar_prims import (
-    LIN1,
-    Add,
-    EvalBuilder,
-    Exp,
-    LinearizedGraph,
-    Mul,
-    ScalarExecutor,
-    Sin,
-    SinCos,
-    Tape,
-    emit,
-    evaluate,
-)
+from scalar_prims import LIN1, Add, Exp, Mul, Sin, SinCos
+from scalar_runtime import EvalBuilder, ScalarExecutor, Tape, emit, evaluate
 
-from tidu_compile.ad import Name, fresh_pass_id, linear_transpose_with_builder, linearize
+from tidu_compile.ad import (
+    LinearizedGraph,
+    Name,
+    fresh_pass_id,
+    linear_transpose_with_builder,
+    linearize,
+)
 from tidu_compile.eager import EagerInput, RecordedGraph, Recorder, backward
 from tidu_compile.graph import External, GraphBuilder, Input, Linearized, Local, Primary
 

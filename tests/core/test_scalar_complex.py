@@ -10,14 +10,9 @@ import cmath
 import random
 
 import pytest
-from scalar_prims import (
-    Add,
-    Conj,
-    Exp,
-    Mul,
+from scalar_prims import Add, Conj, Exp, Mul, Scale, Sin
+from scalar_runtime import (
     ScalarExecutor,
-    Scale,
-    Sin,
     Tape,
     emit,
     evaluate,

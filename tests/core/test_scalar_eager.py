@@ -7,23 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from scalar_prims import (
-    Add,
-    Cos,
-    Exp,
-    LinearizedGraph,
-    Mul,
-    Polar,
-    ScalarExecutor,
-    Scale,
-    Sin,
-    SinCos,
-    SumN,
-    Tape,
-    emit,
-)
+from scalar_prims import Add, Cos, Exp, Mul, Polar, Scale, Sin, SinCos, SumN
+from scalar_runtime import ScalarExecutor, Tape, emit
 
-from tidu_compile.ad import Name
+from tidu_compile.ad import LinearizedGraph, Name
 from tidu_compile.eager import (
     BackwardExecutor,
     EagerInput,

@@ -11,28 +11,12 @@ import random
 from collections.abc import Hashable, Mapping, Sequence
 
 import pytest
-from scalar_prims import (
-    Add,
-    Cos,
-    EvalBuilder,
-    Exp,
-    LinearizedGraph,
-    Mul,
-    Neg,
-    RuleLog,
-    Scalar,
-    Sin,
-    SinCos,
-    SumN,
-    emit,
-    evaluate,
-    jvp_values,
-    vjp_values,
-    vjp_values_graph,
-)
+from scalar_prims import Add, Cos, Exp, Mul, Neg, RuleLog, Scalar, Sin, SinCos, SumN
+from scalar_runtime import EvalBuilder, emit, evaluate, jvp_values, vjp_values, vjp_values_graph
 
 from tidu_compile.ad import (
     ADRuleKind,
+    LinearizedGraph,
     Name,
     fresh_pass_id,
     linear_transpose_with_builder,

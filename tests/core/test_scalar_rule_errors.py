@@ -7,24 +7,8 @@ import math
 from dataclasses import dataclass
 
 import pytest
-from scalar_prims import (
-    LIN1,
-    Add,
-    Cos,
-    EvalBuilder,
-    Exp,
-    Mul,
-    RuleLog,
-    Scalar,
-    ScalarExecutor,
-    ScalarPrim,
-    Sin,
-    SinCos,
-    Tape,
-    emit,
-    evaluate,
-    vjp_values,
-)
+from scalar_prims import LIN1, Add, Cos, Exp, Mul, RuleLog, Scalar, ScalarPrim, Sin, SinCos
+from scalar_runtime import EvalBuilder, ScalarExecutor, Tape, emit, evaluate, vjp_values
 
 from tidu_compile.ad import (
     ADRuleError,
