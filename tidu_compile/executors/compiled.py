@@ -45,7 +45,7 @@ from tidu_compile.compiler.program import (
     prune_results,
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
-from tidu_compile.executors.reference import ReferenceExecutor
+from tidu_compile.executors.reference import ReferenceExecutor, cotangent_count_error
 from tidu_compile.graph import ValueKey
 from tidu_compile.ops.base import TensorType, type_of
 
@@ -293,10 +293,7 @@ class CompiledExecutor(BackwardExecutor):
         """The protocol's method; ``needed`` (from ``run_transposed_linear_for``) selects
         a plan that computes only those inputs' cotangents."""
         if len(cotangent_out) != len(linear.tangent_outputs):
-            raise ValueError(
-                f"cotangent_out: expected {len(linear.tangent_outputs)} cotangents, "
-                f"got {len(cotangent_out)}"
-            )
+            raise cotangent_count_error(linear, cotangent_out)
         entry = self._entries_by_linear.get(id(linear))
         if entry is None or entry.linear is not linear:
             return self._run_reference(linear, cotangent_out, external_data, ctx)

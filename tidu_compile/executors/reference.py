@@ -36,7 +36,10 @@ from tidu_compile.graph import (
     resolve,
 )
 
-__all__ = ["EvaluatingBuilder", "ReferenceExecutor", "evaluate_primitive", "residual_keys"]
+__all__ = [
+    "EvaluatingBuilder", "ReferenceExecutor", "cotangent_count_error", "evaluate_primitive",
+    "residual_keys",
+]
 
 
 def evaluate_primitive(op: Any, values: Sequence[Any]) -> list[Any]:
@@ -152,6 +155,14 @@ def _check_cotangent(cotangent: Any, primal: Any, key: Any) -> None:
         )
 
 
+def cotangent_count_error(linear: LinearizedGraph, cotangent_out: Sequence[Any]) -> ValueError:
+    """The error for ``cotangent_out`` not holding one cotangent per tangent output."""
+    return ValueError(
+        f"cotangent_out: expected {len(linear.tangent_outputs)} cotangents, "
+        f"got {len(cotangent_out)}"
+    )
+
+
 class ReferenceExecutor(BackwardExecutor):
     """Runs every backward node with numpy, op by op."""
 
@@ -169,10 +180,7 @@ class ReferenceExecutor(BackwardExecutor):
         ctx: Any,
     ) -> list[Any]:
         if len(cotangent_out) != len(linear.tangent_outputs):
-            raise ValueError(
-                f"cotangent_out: expected {len(linear.tangent_outputs)} cotangents, "
-                f"got {len(cotangent_out)}"
-            )
+            raise cotangent_count_error(linear, cotangent_out)
         for index, (ct, t) in enumerate(zip(cotangent_out, linear.tangent_outputs, strict=True)):
             if ct is None and t is not None:
                 raise TypeError(f"cotangent_out[{index}]: expected a cotangent, got None")
