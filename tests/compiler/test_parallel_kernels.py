@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import numpy as np
 import pytest
 
@@ -89,3 +93,31 @@ def test_only_costly_kernels_use_the_pool(monkeypatch: pytest.MonkeyPatch) -> No
     got = tc.grad(loss, [x], executor=CompiledExecutor(False))
     assert used == [1]  # one pool thread beside the calling one
     np.testing.assert_allclose(got[0], want[0], rtol=1e-15)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_threaded_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parent's pool threads do not exist in a child: it must not wait for them."""
+    monkeypatch.setenv("TIDU_COMPILE_THREADS", "2")
+    monkeypatch.setattr(parallel, "PARALLEL_WORK", 1)
+    x = tc.tensor(np.linspace(-1.0, 1.0, 4096), requires_grad=True)
+    loss = tc.function(lambda t: tc.sum(tc.tanh(t) * tc.exp(t)))(x)
+    executor = CompiledExecutor(False)
+    (want,) = tc.grad(loss, [x], executor=executor)  # the pool now has a thread
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 if the gradient is right
+        try:
+            (got,) = tc.grad(loss, [x], executor=executor)
+            os._exit(0 if np.array_equal(got, want) else 3)
+        finally:
+            os._exit(4)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung on the kernel thread pool")

@@ -131,6 +131,14 @@ def _configured_idle_bytes() -> int:
 POOL = BufferPool(_configured_idle_bytes())
 
 
+def _after_fork_in_child() -> None:
+    """A lock another thread held at ``fork`` stays held in the child: renew it."""
+    POOL._lock = threading.RLock()  # noqa: SLF001 - the pool's own module
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def exclusive_owner(array: Any) -> object | None:
     """The object whose memory ``array`` covers exactly and alone, else None.
 

@@ -10,7 +10,8 @@ that the kernel sums over dimension 0 are private per chunk and added up afterwa
 every other output is shared (chunks write disjoint rows).
 
 ``TIDU_COMPILE_THREADS`` sets the thread count (default: the CPUs this process may use,
-at most 8); 1 turns threading off.
+at most 8); 1 turns threading off. A forked child starts a pool of its own (the
+parent's threads do not exist there).
 """
 
 from __future__ import annotations
@@ -43,6 +44,17 @@ def thread_count() -> int:
                 f"TIDU_COMPILE_THREADS must be a positive integer, got {configured!r}"
             ) from None
     return max(1, min(8, len(os.sched_getaffinity(0))))
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist there (submitting to
+    that pool would wait forever), so start afresh."""
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _get_pool(workers: int) -> ThreadPoolExecutor:
