@@ -16,7 +16,8 @@ from tidu_compile.compiler.plan import LibraryStep
 from tidu_compile.compiler.program import build_program, prune_results
 from tidu_compile.executors.compiled import CompiledExecutor
 from tidu_compile.graph import ValueKey
-from tidu_compile.ops.base import TensorType
+from tidu_compile.ops.base import TensorType, type_of
+from tidu_compile.ops.elementwise import Tanh
 from tidu_compile.ops.structural import DotGeneral
 
 REFERENCE = tc.ReferenceExecutor()
@@ -115,6 +116,13 @@ def test_composite_functions_read_retained_contractions() -> None:
     # dW2 = h^T ct, dh = ct W2^T, dW1 = x^T dz: no forward x @ w1 recomputed, no dx.
     shapes = sorted(c.lhs_shape + c.rhs_shape for c in _contractions(executor))
     assert len(shapes) == 3 and (6, 5, 5, 4) not in shapes
+    # h = tanh(x @ w1) is an operand of a contraction: retained, so no tanh is recomputed.
+    trace = loss._trace
+    entry = next(iter(executor._entries_by_linear.values()))  # noqa: SLF001
+    saved = {k: type_of(v) for k, v in trace.saved_values.items()}
+    program = build_program(entry.recorded, entry.linear, [type_of(np.ones(()))], saved,
+                            entry.transposed, entry.saved_order)  # fmt: skip
+    assert not any(isinstance(i.op, Tanh) for i in program.instrs), str(program)
 
 
 class _CountingCompiled(CompiledExecutor):

@@ -41,6 +41,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Ops whose outputs are saved on the tape rather than recomputed in the backward kernel.
 RETAINED_OPS: tuple[type[TensorOp], ...] = (DotGeneral, ReduceSum)
+#: Ops whose computed operands are saved too: a contraction's backward reads them whole
+#: (``dW = h^T @ ct``), so recomputing one (``h = tanh(x @ w)``) would redo its producers.
+RETAINED_OPERANDS_OF: tuple[type[TensorOp], ...] = (DotGeneral,)
 
 
 def _splat_constant(data: np.ndarray) -> Constant | None:
@@ -63,6 +66,7 @@ class _Capture:
         self.keep_alive: list[Tensor] = []
         self.constants: list[np.ndarray] = []
         self.retained: list[int] = []
+        self.produced: set[int] = set()  # ids computed by an op (not inputs or constants)
         for i, tensor in enumerate(arguments):
             self._bind(tensor, self.builder.add_input(Name(f"arg{i}")))
 
@@ -90,12 +94,17 @@ class _Capture:
         return local_id
 
     def apply(self, op: TensorOp, inputs: list[Tensor], outputs: list[np.ndarray]) -> list[Tensor]:
-        ids = self.builder.add_operation(op, [self.local_id(t) for t in inputs], Primary())
+        input_ids = [self.local_id(t) for t in inputs]
+        ids = self.builder.add_operation(op, input_ids, Primary())
         tensors = [Tensor(o) for o in outputs]
         for tensor, local_id in zip(tensors, ids, strict=True):
             self._bind(tensor, local_id)
         if isinstance(op, RETAINED_OPS):
             self.retained.extend(ids)
+        if isinstance(op, RETAINED_OPERANDS_OF):
+            self.retained.extend(i for i in input_ids if i in self.produced
+                                 and i not in self.retained)  # fmt: skip
+        self.produced.update(ids)
         return tensors
 
 
