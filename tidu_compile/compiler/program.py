@@ -23,7 +23,7 @@ programs whatever the tape's keys were: the program is the compiler's cache iden
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ from tidu_compile.ops.base import TensorType
 
 __all__ = [
     "ArgSource", "Instr", "MissingSavedValue", "NodeProgram", "UnsupportedNode", "build_program",
-    "infer_output_types", "prune_results",
+    "infer_output_types", "node_program", "prune_results", "saved_value_order",
 ]
 
 
@@ -253,6 +253,45 @@ def prune_results(program: NodeProgram, needed: Sequence[bool]) -> NodeProgram:
         ),
         tuple(None if r is None else renumber[r] for r in results),
     )
+
+
+def saved_value_order(
+    recorded: RecordedGraph, saved_keys: Iterable[ValueKey]
+) -> tuple[ValueKey, ...]:
+    """How a node's saved values are numbered (``ArgSource.index``): the recorded graph's
+    input keys, its output keys, then the other saved keys (retained intermediates) in
+    the tape's order."""
+    known = recorded.input_keys + recorded.output_keys
+    present = set(known)
+    return known + tuple(k for k in saved_keys if k not in present)
+
+
+def node_program(
+    recorded: RecordedGraph,
+    linear: LinearizedGraph,
+    seed_types: Sequence[TensorType],
+    saved_order: Sequence[ValueKey],
+    saved_types: Sequence[TensorType | None],
+    needed: Sequence[bool] | None = None,
+    transposed: LinearizedGraph | None = None,
+) -> NodeProgram:
+    """THE program the compiled executor runs for one tape node (``tidu-compile dump``
+    shows this one too): ``build_program`` reading every saved value present (retained
+    values are read, not recomputed), pruned to the ``needed`` cotangents.
+
+    ``seed_types``: one per present tangent output of ``linear``; ``saved_types``: one per
+    key of ``saved_order`` (``saved_value_order``), None for a value the tape lacks;
+    ``needed``: the tape's needed-inputs mask (None: every input). Raises
+    ``UnsupportedNode`` when the program has a zero-size value (numpy runs such a node:
+    there is no work), and what ``build_program`` raises.
+    """
+    saved = {k: t for k, t in zip(saved_order, saved_types, strict=True) if t is not None}
+    program = build_program(recorded, linear, seed_types, saved, transposed, saved_order)
+    if needed is not None:
+        program = prune_results(program, needed)
+    if any(0 in t.shape for t in program.types):  # xDSL cannot lower zero-size memrefs
+        raise UnsupportedNode("a zero-size value: numpy runs the node (there is no work)")
+    return program
 
 
 def _primal_leaves(view: Any, graph: Any, saved: Mapping[ValueKey, TensorType]) -> set[ValueKey]:

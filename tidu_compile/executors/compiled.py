@@ -40,9 +40,9 @@ from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import (
     MissingSavedValue,
     UnsupportedNode,
-    build_program,
     infer_output_types,
-    prune_results,
+    node_program,
+    saved_value_order,
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.executors.reference import ReferenceExecutor, cotangent_count_error
@@ -246,7 +246,7 @@ class CompiledExecutor(BackwardExecutor):
                         linear,
                         linear_transpose(linear, ctx),
                         key,
-                        graph.input_keys + graph.output_keys,
+                        saved_value_order(graph, ()),
                         all(t is not None for t in linear.tangent_outputs),
                     )
                     self._entries_by_linear[id(linear)] = entry
@@ -393,10 +393,8 @@ class CompiledExecutor(BackwardExecutor):
         trace lacks are None, which is a different plan signature.
         """
         with self._lock:
-            if not entry.retained_known:
-                known = set(entry.saved_order)
-                extra = tuple(k for k in external_data if k not in known)
-                entry.saved_order = entry.saved_order + extra  # the old order stays a prefix
+            if not entry.retained_known:  # the old order (inputs, outputs) stays a prefix
+                entry.saved_order = saved_value_order(entry.recorded, external_data)
                 entry.retained_known = True
 
     # ---------------------------------------------------------------- compiling
@@ -454,14 +452,9 @@ class CompiledExecutor(BackwardExecutor):
 
         seed_types, saved_types = types
         order = entry.saved_order[: len(saved_types)]  # another thread may have extended it
-        saved = {k: t for k, t in zip(order, saved_types, strict=True) if t is not None}
-        program = build_program(
-            entry.recorded, entry.linear, seed_types, saved, entry.transposed, order
+        program = node_program(
+            entry.recorded, entry.linear, seed_types, order, saved_types, needed, entry.transposed
         )
-        if needed is not None:
-            program = prune_results(program, needed)
-        if any(0 in t.shape for t in program.types):  # xDSL cannot lower zero-size memrefs
-            raise UnsupportedNode("a zero-size value: numpy runs the node (there is no work)")
         digest = pipeline.program_digest(program)
         start = time.perf_counter()
         artifact: Any = self.disk.get(digest) if self.disk is not None else None
