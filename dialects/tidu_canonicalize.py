@@ -3,8 +3,9 @@
 Ops opt in with the `TiduCanonicalization` trait (`tidu_base`), which looks up
 `PATTERNS` by op class here, the way `xdsl/dialects/arith.py` attaches its patterns.
 Every pattern is rooted at the op it rewrites; it replaces that op's result by an
-existing value or by one new op, and leaves the ops it no longer uses to `canonicalize`'s
-dead-code elimination. `cse` and `dce` need nothing from here: every tidu op is `Pure`.
+existing value or by new ops (one, or two for `pow(x, -1)`), and leaves the ops it no
+longer uses to `canonicalize`'s dead-code elimination. `cse` and `dce` need nothing from
+here: every tidu op is `Pure`.
 
 | root                | rewrite                                                        |
 |---------------------|----------------------------------------------------------------|
@@ -12,6 +13,8 @@ dead-code elimination. `cse` and `dce` need nothing from here: every tidu op is 
 | mul                 | `x * full_like(_, 1)` (or a splat constant 1) -> `x`           |
 | scale               | `scale(x, 1)` -> `x`; `scale(scale(x, b), a)` -> `scale(x, a*b)` |
 | shift               | `shift(x, 0)` -> `x`                                           |
+| pow                 | `pow(x, 1)` -> `x`; exponent 2 -> `x * x`, 0.5 -> `sqrt(x)`,   |
+|                     | -1 -> `full_like(x, 1) / x`                                    |
 | neg                 | `neg(neg(x))` -> `x`                                           |
 | conj                | `conj(x)` on a real type -> `x`; `conj(conj(x))` -> `x`        |
 | broadcast_in_dim    | same type -> operand; of a broadcast_in_dim -> one broadcast   |
@@ -30,7 +33,10 @@ After `canonicalize`:
 
     func.return %x : tensor<4xf64>
 
-`x + 0 -> x` differs from IEEE arithmetic for `x = -0.0` only (`-0.0 + 0.0 = +0.0`).
+`x + 0 -> x` differs from IEEE arithmetic for `x = -0.0` only (`-0.0 + 0.0 = +0.0`);
+`pow(x, 0.5) -> sqrt(x)` differs from C's `pow` for `x = -0.0` (`sqrt` gives -0.0, `pow`
++0.0) and `x = -inf` (NaN against +inf) only, and is what the loop lowering of `pow`
+emits anyway.
 A transpose is a no-op when its type does not change and the dimensions of size
 other than 1 keep their order (a transpose of a square matrix is not a no-op).
 """
@@ -48,11 +54,14 @@ from .tidu_constant import ConstantOp
 from .tidu_elementwise import (
     AddOp,
     ConjOp,
+    DivOp,
     FullLikeOp,
     MulOp,
     NegOp,
+    PowOp,
     ScaleOp,
     ShiftOp,
+    SqrtOp,
 )
 from .tidu_shape import BroadcastInDimOp, ReshapeOp, TransposeOp
 
@@ -115,6 +124,28 @@ class ShiftZero(RewritePattern):
     def match_and_rewrite(self, op: ShiftOp, rewriter: PatternRewriter, /) -> None:
         if op.parameter == 0:
             _replace_by_value(op, op.operand, rewriter)
+
+
+class FoldPow(RewritePattern):
+    """`pow(x, 1)` -> `x`; `pow(x, 2)` -> `x * x`; `pow(x, 0.5)` -> `sqrt(x)`;
+    `pow(x, -1)` -> `full_like(x, 1) / x`.
+
+    The JVP of `x ** 2` is `2 * pow(x, 1) * dx`: the fold leaves `2 * x * dx`.
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: PowOp, rewriter: PatternRewriter, /) -> None:
+        x, exponent = op.operand, op.parameter
+        if exponent == 1:
+            _replace_by_value(op, x, rewriter)
+        elif exponent == 2:
+            rewriter.replace(op, MulOp(x, x))
+        elif exponent == 0.5:
+            rewriter.replace(op, SqrtOp(x))
+        elif exponent == -1:
+            one = FullLikeOp(x, 1.0)
+            one.result.name_hint = "one"
+            rewriter.replace(op, [one, DivOp(one, x)])
 
 
 class NegNeg(RewritePattern):
@@ -212,6 +243,7 @@ PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {
     MulOp: (MulOne(),),
     ScaleOp: (ScaleOneOrScale(),),
     ShiftOp: (ShiftZero(),),
+    PowOp: (FoldPow(),),
     NegOp: (NegNeg(),),
     ConjOp: (ConjRealOrConj(),),
     BroadcastInDimOp: (FoldBroadcast(),),
@@ -231,6 +263,7 @@ __all__ = [
     "AddZero",
     "ConjRealOrConj",
     "FoldBroadcast",
+    "FoldPow",
     "FoldReshape",
     "FoldTranspose",
     "MulOne",
