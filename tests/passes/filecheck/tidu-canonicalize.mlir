@@ -1,4 +1,4 @@
-// RUN: canonicalize
+// RUN: xdsl-opt -p canonicalize %s | filecheck %s
 // The tidu canonicalization patterns, applied by the stock `canonicalize` pass.
 
 // x + full_like(0) -> x, on either side; a splat constant 0 too.
