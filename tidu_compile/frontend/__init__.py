@@ -1,7 +1,7 @@
 """The eager ``Tensor`` frontend: numpy-style functions that record on the tidu tape."""
 
 from tidu_compile.frontend.autograd import grad
-from tidu_compile.frontend.function import function
+from tidu_compile.frontend.composite import function
 from tidu_compile.frontend.functions import (
     add,
     astype,
