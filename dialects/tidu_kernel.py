@@ -1,6 +1,6 @@
 """The structural ops of the fused-kernel pipeline: `tidu.kernel` and `tidu.yield`.
 
-A kernel is a fused loop nest over `iteration_shape`. Its body computes on element
+A kernel is a fused loop nest over its `domain` (the iteration sizes). Its body computes on element
 scalars with the elementwise tidu ops:
 
     %r:2 = tidu.kernel ins(%x, %y : tensor<8xf64>, tensor<8xf64>) domain [8]
@@ -64,7 +64,7 @@ class KernelOp(IRDLOperation):
 
     inputs = var_operand_def()
     outputs = var_result_def()
-    iteration_shape = prop_def(DenseArrayBase.constr(i64))
+    domain = prop_def(DenseArrayBase.constr(i64))
     operand_maps = prop_def(ArrayAttr.constr(DenseArrayBase.constr(i64)))
     result_maps = prop_def(ArrayAttr.constr(DenseArrayBase.constr(i64)))
     body = region_def()
@@ -75,7 +75,7 @@ class KernelOp(IRDLOperation):
         self,
         inputs: Sequence[SSAValue | Operation],
         result_types: Sequence[Attribute],
-        iteration_shape: Sequence[int],
+        domain: Sequence[int],
         operand_maps: Sequence[Sequence[int]],
         result_maps: Sequence[Sequence[int]],
         body: Region | None = None,
@@ -88,7 +88,7 @@ class KernelOp(IRDLOperation):
             operands=[inputs],
             result_types=[result_types],
             properties={
-                "iteration_shape": i64_array(iteration_shape),
+                "domain": i64_array(domain),
                 "operand_maps": ArrayAttr([i64_array(m) for m in operand_maps]),
                 "result_maps": ArrayAttr([i64_array(m) for m in result_maps]),
             },
@@ -96,11 +96,6 @@ class KernelOp(IRDLOperation):
         )
 
     # -- accessors -------------------------------------------------------------
-
-    @property
-    def domain(self) -> tuple[int, ...]:
-        """The iteration shape as a tuple."""
-        return array_values(self.iteration_shape)
 
     def operand_map(self, index: int) -> tuple[int, ...]:
         return array_values(self.operand_maps.data[index])
@@ -116,10 +111,10 @@ class KernelOp(IRDLOperation):
     # -- verification ----------------------------------------------------------
 
     def verify_(self) -> None:
-        domain = self.domain
+        domain = array_values(self.domain)
         if any(size < 0 for size in domain):
             raise VerifyException(
-                f"{self.name} has the iteration_shape {_listed(domain)}, but sizes must not "
+                f"{self.name} has the domain {_listed(domain)}, but sizes must not "
                 "be negative."
             )
         for what, maps, values in (
@@ -245,7 +240,7 @@ class KernelOp(IRDLOperation):
             printer.print_string(" : ")
             printer.print_list(self.inputs.types, printer.print_attribute)
         printer.print_string(") domain ")
-        _print_ints(printer, self.domain)
+        _print_ints(printer, array_values(self.domain))
         printer.print_string(" maps ")
         _print_maps(printer, self.operand_maps)
         printer.print_string(" -> ")
@@ -289,7 +284,7 @@ class KernelOp(IRDLOperation):
             operands=inputs,
             result_types=result_types,
             properties={
-                "iteration_shape": i64_array(domain),
+                "domain": i64_array(domain),
                 "operand_maps": ArrayAttr([i64_array(m) for m in operand_maps]),
                 "result_maps": ArrayAttr([i64_array(m) for m in result_maps]),
             },

@@ -50,14 +50,14 @@ from xdsl.rewriter import Rewriter
 from .errors import LoweringError
 from .lowering_utils import check_no_leftover
 
-PASS_NAME = "convert-func-to-llvm"
-
 
 def _single_result_type(op: Operation, types: tuple[Attribute, ...] | list[Attribute]) -> (
     Attribute | None
 ):
     if len(types) > 1:
-        raise LoweringError(PASS_NAME, op.name, "more than one result is not supported")
+        raise LoweringError(
+            ConvertFuncToLLVMPass.name, op.name, "more than one result is not supported"
+        )
     return types[0] if types else None
 
 
@@ -101,13 +101,14 @@ class FuncToLLVM(RewritePattern):
         for i, typ in enumerate(inputs):
             if not llvm.is_compatible_type(typ):
                 raise LoweringError(
-                    PASS_NAME, f"func.func @{op.sym_name.data}",
+                    ConvertFuncToLLVMPass.name, f"func.func @{op.sym_name.data}",
                     f"argument #{i} has non-LLVM type {typ}",
                 )
         output = _single_result_type(op, list(op.function_type.outputs))
         if output is not None and not llvm.is_compatible_type(output):
             raise LoweringError(
-                PASS_NAME, f"func.func @{op.sym_name.data}", f"result has non-LLVM type {output}"
+                ConvertFuncToLLVMPass.name,
+                f"func.func @{op.sym_name.data}", f"result has non-LLVM type {output}"
             )
         has_body = bool(op.body.blocks)
         private = op.sym_visibility is not None and op.sym_visibility.data == "private"

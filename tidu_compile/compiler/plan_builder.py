@@ -33,6 +33,7 @@ from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.compiler.to_tidu import UnloweredOpError, op_type, primitive_of
 from tidu_compile.dialects import tidu
 from tidu_compile.ops.base import TensorType
+from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 
 __all__ = ["LIBRARY_BY_DESIGN", "build_plan", "node_function"]
 
@@ -49,7 +50,7 @@ LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = (
 def node_function(module: ModuleOp) -> func.FuncOp:
     """The node function: the first ``func.func`` of the module that is not a kernel."""
     for op in module.ops:
-        if isinstance(op, func.FuncOp) and "tidu.kernel" not in op.attributes:
+        if isinstance(op, func.FuncOp) and KERNEL_ATTR not in op.attributes:
             return op
     raise ValueError("stage loops: the module has no public node function")
 
@@ -81,7 +82,7 @@ def _kernel_sizes(module: ModuleOp) -> dict[str, int]:
     return {
         op.sym_name.data: sum(1 for _ in op.walk())
         for op in module.ops
-        if isinstance(op, func.FuncOp) and "tidu.kernel" in op.attributes
+        if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
     }
 
 
