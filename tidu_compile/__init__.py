@@ -26,7 +26,7 @@ from tidu_compile.eager import (
     Trace,
     backward,
 )
-from tidu_compile.executors.reference import ReferenceExecutor
+from tidu_compile.executors.reference import ReferenceExecutor, evaluate_graph
 from tidu_compile.frontend import (
     Tensor,
     add,
@@ -88,7 +88,8 @@ __all__ = [
     "Linearized", "LinearizedGraph", "Local", "Name", "OperationKey", "OperationNode", "Primary",
     "Primitive", "PrimitiveBuilder", "PrimitiveGraph", "PrimitiveValue", "ProducedDef",
     "RecordedGraph", "Recorder", "ReferenceExecutor", "ResolvedView", "Tensor", "Trace",
-    "ValueNode", "add", "backward", "broadcast_to", "conj", "cos", "divide", "exp", "function",
+    "ValueNode", "add", "backward", "broadcast_to", "conj", "cos", "divide", "evaluate_graph",
+    "exp", "function",
     "get_default_executor", "grad", "imag", "linear_transpose", "linear_transpose_with_builder",
     "linearize", "log", "matmul", "maximum", "mean", "multiply", "negative", "no_grad", "power",
     "real", "reshape", "resolve", "set_default_executor", "sin", "sincos", "sqrt", "subtract",

@@ -144,10 +144,12 @@ PrimitiveBuilder.register(GraphBuilder)
 class Primitive(ABC):
     """A primitive operation: hashable, comparable, with JVP and transpose rules.
 
-    Subclasses are typically frozen dataclasses. ``jvp_rule`` receives refs for the
-    primal inputs and outputs and builder ids (or None) for the input tangents, and
-    returns one tangent id (or None) per output. ``transpose_rule`` receives builder ids
-    (or None) for the output cotangents and the op's inputs as ``External(key)``, and
+    Subclasses are typically frozen dataclasses. As in tidu, ``jvp_rule`` receives the
+    primal inputs and outputs as *value keys* (``primal_in: &[ValueKey]``) and builder ids
+    (or None) for the input tangents, and returns one tangent id (or None) per output; a
+    rule that reads a primal wraps it itself, ``External(primal_inputs[1])``.
+    ``transpose_rule`` receives builder ids (or None) for the output cotangents and the
+    op's inputs as value refs (``External(key)``, tidu's ``&[PrimitiveValue]``), and
     returns one cotangent id (or None) per input.
     """
 
@@ -167,8 +169,8 @@ class Primitive(ABC):
     def jvp_rule(
         self,
         builder: PrimitiveBuilder,
-        primal_inputs: Sequence[PrimitiveValue],
-        primal_outputs: Sequence[PrimitiveValue],
+        primal_inputs: Sequence[ValueKey],
+        primal_outputs: Sequence[ValueKey],
         tangent_inputs: Sequence[int | None],
         ctx: Any,
     ) -> list[int | None]:
@@ -289,8 +291,8 @@ def _apply_jvp(
     tangents = [tangent_of.get(k) for k in op_key.inputs]
     if all(t is None for t in tangents):
         return [None] * output_count
-    primal_inputs = [External(k) for k in op_key.inputs]
-    primal_outputs = [External(Derived(op_key, s)) for s in range(output_count)]
+    primal_inputs = list(op_key.inputs)  # value keys, as tidu's rules receive them
+    primal_outputs = [Derived(op_key, s) for s in range(output_count)]
     result = op.jvp_rule(builder, primal_inputs, primal_outputs, tangents, ctx)
     return _checked_rule_result(result, output_count, op, ADRuleKind.JVP)
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from tidu_compile.ad import LinearizedGraph, linear_transpose
 from tidu_compile.eager import RecordedGraph
-from tidu_compile.graph import Derived, Linearized, Local, ProducedDef, ValueKey, resolve
+from tidu_compile.graph import Derived, Local, ProducedDef, ValueKey, resolve
 from tidu_compile.ops.base import TensorType
 
 __all__ = [
@@ -145,7 +145,7 @@ def build_program(
             f"seed_types: expected {len(transposed.tangent_inputs)}, got {len(seed_types)}"
         )
     if saved_order is None:
-        saved_order = list(recorded.input_keys) + list(recorded.output_keys)
+        saved_order = list(recorded.input_value_keys) + list(recorded.output_keys)
     view = resolve([linear.graph])
     types: list[TensorType] = []
     sources: list[ArgSource] = []
@@ -182,9 +182,7 @@ def build_program(
             if current in by_key:
                 continue
             definition = view.resolve_value(current)
-            if not isinstance(definition, ProducedDef) or isinstance(
-                definition.role, Linearized
-            ):
+            if not isinstance(definition, ProducedDef):
                 raise MissingSavedValue(
                     f"saved data: the backward program needs {current!r}, which was not saved"
                 )
@@ -261,7 +259,7 @@ def saved_value_order(
     """How a node's saved values are numbered (``ArgSource.index``): the recorded graph's
     input keys, its output keys, then the other saved keys (retained intermediates) in
     the tape's order."""
-    known = recorded.input_keys + recorded.output_keys
+    known = recorded.structure[0] + recorded.structure[1]
     present = set(known)
     return known + tuple(k for k in saved_keys if k not in present)
 

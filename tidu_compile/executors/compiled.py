@@ -165,7 +165,7 @@ def _type_problem(
         if saved is not None and saved != expected:
             return ValueError(f"saved data: output {slot} of {recorded!r} is {saved}, "
                               f"expected {expected}")  # fmt: skip
-    active_slots: tuple[int, ...] = entry.key[2]  # type: ignore[index]
+    active_slots: tuple[int, ...] = entry.key[1]  # type: ignore[index]
     slots = [s for s, t in zip(active_slots, entry.linear.tangent_outputs, strict=True)
              if t is not None]  # fmt: skip
     for index, (slot, got) in enumerate(zip(slots, seed_types, strict=True)):
@@ -234,7 +234,7 @@ class CompiledExecutor(BackwardExecutor):
                 self._linearizations.touch(entry.key)
                 entry.touched_at = puts
             return entry.linear
-        key = (graph.input_keys, graph.output_keys, slots)  # structure: any equal graph
+        key = (graph.structure, slots)  # structure: any equal graph
         entry = self._linearizations.get(key)
         if entry is None:
             with self._lock:

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,8 +37,8 @@ from tidu_compile.graph import (
 )
 
 __all__ = [
-    "EvaluatingBuilder", "ReferenceExecutor", "cotangent_count_error", "evaluate_primitive",
-    "residual_keys",
+    "EvaluatingBuilder", "ReferenceExecutor", "cotangent_count_error", "evaluate_graph",
+    "evaluate_primitive", "residual_keys",
 ]
 
 
@@ -115,10 +115,9 @@ def evaluate_keys(
         if key in data:
             continue
         definition = view.resolve_value(key)
-        if not isinstance(definition, ProducedDef) or isinstance(definition.role, Linearized):
+        if not isinstance(definition, ProducedDef):
             raise KeyError(
-                f"execute_forward: no saved value for {key!r} and it is not a primal value "
-                "computable from saved data"
+                f"no value given for {key!r}, and it is not computed from the values given"
             )
         if ready:
             op = definition.operation
@@ -130,6 +129,42 @@ def evaluate_keys(
         stack.append((key, True))
         stack.extend((k, False) for k in definition.input_keys if k not in data)
     return data
+
+
+def evaluate_graph(
+    graph: Graph | LinearizedGraph | PrimitiveGraph, inputs: Mapping[Hashable, Any]
+) -> list[Any]:
+    """The values of ``graph``'s outputs for the concrete ``inputs``: the one way to run a
+    graph of any order (a primal graph, a linearized one, a linearization of that, ...).
+
+    ``inputs`` maps raw input keys (or their value keys ``Input(k)``) to values: the
+    graph's own inputs and, for values it reads from its parents (``External``), the
+    parents' inputs. Every op on the way is evaluated with its ``evaluate(*values)``,
+    whatever its role, so a twice-linearized graph runs from the primal and first-order
+    tangent inputs. For ``y = x**3`` linearized twice (tangent keys ``x'1``, ``x'2``)::
+
+        evaluate_graph(second, {x: 2.0, x'1: 1.0, x'2: 1.0})   # [12.0] = 6 x
+
+    Returns one value per ``graph.outputs``; for a ``LinearizedGraph``, one per
+    ``tangent_outputs`` (None where a tangent output is structurally zero). A value that
+    no input determines raises ``KeyError`` naming it.
+    """
+    linear = graph if isinstance(graph, LinearizedGraph) else None
+    plain = graph.graph if isinstance(graph, LinearizedGraph | PrimitiveGraph) else graph
+    if not isinstance(plain, Graph):
+        raise TypeError(f"graph: expected a Graph, LinearizedGraph or PrimitiveGraph, got "
+                        f"{type(graph).__name__}")  # fmt: skip
+    if not isinstance(inputs, Mapping):
+        raise TypeError(f"inputs: expected a mapping of input keys to values, got "
+                        f"{type(inputs).__name__}")  # fmt: skip
+    data = {k if isinstance(k, Input | Derived) else Input(k): v for k, v in inputs.items()}
+    if linear is not None:
+        wanted = [None if t is None else plain.values[t].key for t in linear.tangent_outputs]
+    else:
+        wanted = [plain.values[o].key for o in plain.outputs]
+    present = [k for k in wanted if k is not None]
+    evaluate_keys(resolve(plain), present, data)
+    return [None if k is None else data[k] for k in wanted]
 
 
 def _check_cotangent(cotangent: Any, primal: Any, key: Any) -> None:

@@ -16,7 +16,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tidu_compile.ad import ADRuleError, ADRuleKind, Primitive, PrimitiveBuilder
-from tidu_compile.graph import Linearized, Primary, PrimitiveValue, Role
+from tidu_compile.graph import (
+    Derived,
+    External,
+    Input,
+    Linearized,
+    Primary,
+    PrimitiveValue,
+    Role,
+    ValueKey,
+)
 
 __all__ = [
     "FLOAT_DTYPES",
@@ -37,7 +46,9 @@ FLOAT_DTYPES = ("float32", "float64")
 COMPLEX_DTYPES = ("complex64", "complex128")
 DIFFERENTIABLE_DTYPES = FLOAT_DTYPES + COMPLEX_DTYPES
 
-Ref = PrimitiveValue | int
+#: What the rule helpers accept as an operand: a builder id, a value ref, or a primal
+#: value key as ``jvp_rule`` receives it (wrapped as ``External(key)`` here).
+Ref = PrimitiveValue | int | ValueKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,16 +131,21 @@ class TensorOp(Primitive):
 # ------------------------------------------------------------------- rule helpers
 
 
+def refs(inputs: Sequence[Ref]) -> list[PrimitiveValue | int]:
+    """``inputs`` as builder operands: a value key ``k`` becomes ``External(k)``."""
+    return [External(v) if isinstance(v, Input | Derived) else v for v in inputs]
+
+
 def apply(builder: PrimitiveBuilder, op: TensorOp, inputs: Sequence[Ref]) -> int:
     """Add a residual (primal) op with one output; returns its id."""
-    return builder.add_primitive(op, list(inputs), Primary())[0]
+    return builder.add_primitive(op, refs(inputs), Primary())[0]
 
 
 def linear(
     builder: PrimitiveBuilder, op: TensorOp, inputs: Sequence[Ref], mask: Sequence[bool]
 ) -> int:
     """Add an op that is linear in the inputs where ``mask`` is True; returns its id."""
-    return builder.add_primitive(op, list(inputs), Linearized(tuple(mask)))[0]
+    return builder.add_primitive(op, refs(inputs), Linearized(tuple(mask)))[0]
 
 
 def add_tangents(builder: PrimitiveBuilder, a: int | None, b: int | None) -> int | None:
