@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, linear_transpose
-from tidu_compile.compiler.program import NodeProgram, node_program, saved_value_order
+from tidu_compile.compiler.program import (
+    NodeProgram,
+    needed_mask,
+    node_program,
+    saved_value_order,
+)
 from tidu_compile.compiler.stages import GRAPH_STAGES, stage
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.executors.reference import ReferenceExecutor
@@ -85,8 +90,7 @@ class _RecordingExecutor(ReferenceExecutor):
         ctx: Any,
         needed: Sequence[bool],
     ) -> list[Any]:
-        flags = tuple(bool(n) for n in needed)
-        self._record(linear, cotangent_out, None if all(flags) else flags)
+        self._record(linear, cotangent_out, needed_mask(linear, needed))
         return ReferenceExecutor.run_transposed_linear(
             self, linear, cotangent_out, external_data, ctx
         )

@@ -34,7 +34,7 @@ from tidu_compile.ops.base import TensorType
 
 __all__ = [
     "ArgSource", "Instr", "MissingSavedValue", "NodeProgram", "UnsupportedNode", "build_program",
-    "infer_output_types", "node_program", "prune_results", "saved_value_order",
+    "infer_output_types", "needed_mask", "node_program", "prune_results", "saved_value_order",
 ]
 
 
@@ -262,6 +262,15 @@ def saved_value_order(
     known = recorded.structure[0] + recorded.structure[1]
     present = set(known)
     return known + tuple(k for k in saved_keys if k not in present)
+
+
+def needed_mask(linear: LinearizedGraph, needed: Sequence[bool]) -> tuple[bool, ...] | None:
+    """``backward``'s needed-inputs flags as ``node_program`` takes them: None when every
+    input is needed; ``ValueError`` unless there is one flag per tangent input."""
+    flags = tuple(bool(n) for n in needed)
+    if len(flags) != len(linear.tangent_inputs):
+        raise ValueError(f"needed: expected {len(linear.tangent_inputs)} flags, got {len(flags)}")
+    return None if all(flags) else flags
 
 
 def node_program(

@@ -41,6 +41,7 @@ from tidu_compile.compiler.program import (
     MissingSavedValue,
     UnsupportedNode,
     infer_output_types,
+    needed_mask,
     node_program,
     saved_value_order,
 )
@@ -273,13 +274,8 @@ class CompiledExecutor(BackwardExecutor):
         """Runs a plan compiled without the cotangents of the inputs not ``needed``."""
         if type(self).run_transposed_linear is not CompiledExecutor.run_transposed_linear:
             return self.run_transposed_linear(linear, cotangent_out, external_data, ctx)
-        flags = tuple(bool(n) for n in needed)
-        if len(flags) != len(linear.tangent_inputs):
-            raise ValueError(
-                f"needed: expected {len(linear.tangent_inputs)} flags, got {len(flags)}"
-            )
         return CompiledExecutor.run_transposed_linear(
-            self, linear, cotangent_out, external_data, ctx, None if all(flags) else flags
+            self, linear, cotangent_out, external_data, ctx, needed_mask(linear, needed)
         )
 
     def run_transposed_linear(
