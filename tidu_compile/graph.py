@@ -76,7 +76,33 @@ Role = Primary | Linearized
 # --------------------------------------------------------------------------- keys
 
 
-class Input:
+class _Key:
+    """What the key classes share: a hash computed once, structural equality, and no
+    change after construction (``_hash``, set last, freezes the key)."""
+
+    __slots__ = ()
+    _hash: int
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not type(self) or self._hash != other._hash:  # type: ignore[attr-defined]
+            return False
+        return _structurally_equal(self, other)  # type: ignore[arg-type]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, "_hash"):
+            raise AttributeError(f"{type(self).__name__} keys are immutable")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} keys are immutable")
+
+
+class Input(_Key):
     """Value key of a graph input named by the raw key ``key``."""
 
     __slots__ = ("key", "_hash")
@@ -85,32 +111,14 @@ class Input:
         self.key = key
         self._hash = hash(("Input", key))
 
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, Input) or self._hash != other._hash:
-            return False
-        return bool(self.key == other.key)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(self, "_hash"):
-            raise AttributeError("value keys are immutable")
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("value keys are immutable")
-
     def __repr__(self) -> str:
         return f"Input({self.key!r})"
 
 
-class OperationKey:
+class OperationKey(_Key):
     """Structural key of one operation application: ``(operation, inputs, role)``."""
 
-    __slots__ = ("operation", "inputs", "role", "_hash", "_depth")
+    __slots__ = ("operation", "inputs", "role", "_depth", "_hash")
 
     def __init__(self, operation: Hashable, inputs: tuple[ValueKey, ...], role: Role) -> None:
         inputs = tuple(inputs)
@@ -122,33 +130,15 @@ class OperationKey:
         self.operation = operation
         self.inputs = inputs
         self.role = role
+        self._depth = 1 + max((_depth_of(k) for k in inputs), default=0)
         # The op's type is hashed too: parameterless dataclass ops all hash like ().
         self._hash = hash((type(operation), operation, inputs, role))
-        self._depth = 1 + max((_depth_of(k) for k in inputs), default=0)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, OperationKey):
-            return False
-        return _structurally_equal(self, other)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(self, "_depth"):
-            raise AttributeError("operation keys are immutable")
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("operation keys are immutable")
 
     def __repr__(self) -> str:
         return f"OperationKey({self.operation!r}, <{len(self.inputs)} inputs>, {self.role!r})"
 
 
-class Derived:
+class Derived(_Key):
     """Value key of output ``output_slot`` of the operation ``operation``."""
 
     __slots__ = ("operation", "output_slot", "_hash")
@@ -159,24 +149,6 @@ class Derived:
         self.operation = operation
         self.output_slot = output_slot
         self._hash = hash(("Derived", operation._hash, output_slot))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, Derived):
-            return False
-        return _structurally_equal(self, other)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(self, "_hash"):
-            raise AttributeError("value keys are immutable")
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("value keys are immutable")
 
     def __repr__(self) -> str:
         return f"Derived({self.operation.operation!r}, slot={self.output_slot})"
@@ -189,8 +161,10 @@ def _depth_of(key: ValueKey) -> int:
     return key.operation._depth if isinstance(key, Derived) else 0
 
 
-def _structurally_equal(a: Derived | OperationKey, b: Derived | OperationKey) -> bool:
+def _structurally_equal(a: _Key, b: _Key) -> bool:
     """Compare two keys without recursion; shared sub-keys are compared once."""
+    if type(a) is Input:  # a leaf: nothing to walk (the common case, kept cheap)
+        return bool(a.key == b.key)  # type: ignore[attr-defined]
     stack: list[tuple[Any, Any]] = [(a, b)]
     seen: set[tuple[int, int]] = set()
     while stack:
