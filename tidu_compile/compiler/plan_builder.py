@@ -30,7 +30,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tidu_compile.compiler.plan import KernelStep, LibraryStep, Plan
 from tidu_compile.compiler.program import NodeProgram
-from tidu_compile.compiler.to_tidu import UnloweredOpError, op_type, primitive_of
+from tidu_compile.compiler.to_tidu import UnloweredOpError, dtype_name, op_type, primitive_of
 from tidu_compile.dialects import tidu
 from tidu_compile.ops.base import TensorType
 from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
@@ -59,10 +59,7 @@ def _memref_type(value: SSAValue) -> TensorType:
     t = value.type
     if not isinstance(t, MemRefType):
         raise TypeError(f"stage loops: expected a memref, got {t}")
-    for dtype, element in tidu.DTYPE_ELEMENT_TYPES.items():
-        if element == t.element_type:
-            return TensorType(tuple(t.get_shape()), dtype)
-    raise TypeError(f"stage loops: memref element type {t.element_type} has no numpy dtype")
+    return TensorType(tuple(t.get_shape()), dtype_name(t.element_type))
 
 
 def _int_attribute(op: Operation, name: str) -> int:
