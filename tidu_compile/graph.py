@@ -14,9 +14,11 @@ This layer is pure Python: it knows nothing about numpy, AD or LLVM.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, TypeVar, Union
+
+T = TypeVar("T")
 
 __all__ = [
     "Input",
@@ -420,6 +422,36 @@ class ResolvedView:
 
     def __contains__(self, key: object) -> bool:
         return key in self._definitions
+
+    def compute(
+        self,
+        wanted: Iterable[ValueKey],
+        values: MutableMapping[ValueKey, T],
+        apply: Callable[[Any, list[T]], Sequence[T]],
+        missing: Callable[[ValueKey], Exception],
+    ) -> None:
+        """Put a value for every ``wanted`` key into ``values``: the operations that
+        define the keys absent from ``values`` are applied, dependencies first and
+        without recursion, with ``apply(operation, input values) -> output values``
+        (which evaluates, or emits an instruction). Values present are kept (an
+        operation's other outputs too). A key absent from ``values`` that no operation
+        produces raises ``missing(key)``."""
+        stack: list[tuple[ValueKey, bool]] = [(k, False) for k in wanted]
+        while stack:
+            key, ready = stack.pop()
+            if key in values:
+                continue
+            definition = self._definitions.get(key)
+            if not isinstance(definition, ProducedDef):
+                raise missing(key)
+            if ready:
+                outputs = apply(definition.operation, [values[k] for k in definition.input_keys])
+                op_key = key.operation  # type: ignore[union-attr]  # ProducedDef => Derived
+                for slot, value in enumerate(outputs):
+                    values.setdefault(Derived(op_key, slot), value)
+                continue
+            stack.append((key, True))
+            stack.extend((k, False) for k in definition.input_keys if k not in values)
 
 
 def resolve(graphs: Graph | Iterable[Graph]) -> ResolvedView:

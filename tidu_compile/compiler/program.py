@@ -29,7 +29,7 @@ from typing import Any
 
 from tidu_compile.ad import LinearizedGraph, linear_transpose
 from tidu_compile.eager import RecordedGraph
-from tidu_compile.graph import Derived, Local, ProducedDef, ValueKey, resolve
+from tidu_compile.graph import Local, ProducedDef, ValueKey, resolve
 from tidu_compile.ops.base import TensorType
 
 __all__ = [
@@ -175,25 +175,13 @@ def build_program(
         instrs.append(Instr(op, tuple(inputs), tuple(outputs)))
         return outputs
 
+    def not_saved(key: ValueKey) -> MissingSavedValue:
+        return MissingSavedValue(
+            f"saved data: the backward program needs {key!r}, which was not saved"
+        )
+
     def materialize(key: ValueKey) -> int:
-        stack: list[tuple[ValueKey, bool]] = [(key, False)]
-        while stack:
-            current, ready = stack.pop()
-            if current in by_key:
-                continue
-            definition = view.resolve_value(current)
-            if not isinstance(definition, ProducedDef):
-                raise MissingSavedValue(
-                    f"saved data: the backward program needs {current!r}, which was not saved"
-                )
-            if ready:
-                outputs = emit(definition.operation, [by_key[k] for k in definition.input_keys])
-                op_key = current.operation  # type: ignore[union-attr]  # ProducedDef => Derived
-                for slot, value_id in enumerate(outputs):
-                    by_key.setdefault(Derived(op_key, slot), value_id)
-                continue
-            stack.append((current, True))
-            stack.extend((k, False) for k in definition.input_keys if k not in by_key)
+        view.compute([key], by_key, emit, not_saved)  # residuals recomputed from saved data
         return by_key[key]
 
     for node in graph.operations:

@@ -29,7 +29,6 @@ from tidu_compile.graph import (
     Linearized,
     Local,
     PrimitiveValue,
-    ProducedDef,
     ResolvedView,
     Role,
     ValueKey,
@@ -109,25 +108,12 @@ def evaluate_keys(
     view: ResolvedView, wanted: Sequence[ValueKey], data: dict[ValueKey, Any]
 ) -> dict[ValueKey, Any]:
     """Evaluate ``wanted`` keys into ``data`` from the primal definitions in ``view``."""
-    stack: list[tuple[ValueKey, bool]] = [(k, False) for k in wanted]
-    while stack:
-        key, ready = stack.pop()
-        if key in data:
-            continue
-        definition = view.resolve_value(key)
-        if not isinstance(definition, ProducedDef):
-            raise KeyError(
-                f"no value given for {key!r}, and it is not computed from the values given"
-            )
-        if ready:
-            op = definition.operation
-            outputs = evaluate_primitive(op, [data[k] for k in definition.input_keys])
-            op_key = key.operation  # type: ignore[union-attr]  # ProducedDef => Derived
-            for slot, value in enumerate(outputs):
-                data[Derived(op_key, slot)] = value
-            continue
-        stack.append((key, True))
-        stack.extend((k, False) for k in definition.input_keys if k not in data)
+
+    def missing(key: ValueKey) -> KeyError:
+        return KeyError(f"no value given for {key!r}, and it is not computed from the values "
+                        "given")  # fmt: skip
+
+    view.compute(wanted, data, evaluate_primitive, missing)
     return data
 
 
