@@ -48,7 +48,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import Rewriter
 
 from .errors import LoweringError
-from .lowering_utils import check_no_leftover
+from .lowering_utils import TableRewrite, check_no_leftover
 
 
 def _single_result_type(op: Operation, types: tuple[Attribute, ...] | list[Attribute]) -> (
@@ -77,15 +77,7 @@ _BODY_OPS: dict[type[Operation], Callable[[Operation], Operation]] = {
     func.ReturnOp: _return,
     func.CallOp: _call,
 }
-
-
-class ReturnAndCallToLLVM(RewritePattern):
-    """``func.return`` -> ``llvm.return``, ``func.call`` -> ``llvm.call``."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        build = _BODY_OPS.get(type(op))
-        if build is not None:
-            rewriter.replace(op, build(op))
+"""``func.return`` -> ``llvm.return``, ``func.call`` -> ``llvm.call``."""
 
 
 class FuncToLLVM(RewritePattern):
@@ -151,7 +143,7 @@ class ConvertFuncToLLVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [ReturnAndCallToLLVM(), FuncToLLVM(self.noalias)], dce_enabled=False
+                [TableRewrite(_BODY_OPS), FuncToLLVM(self.noalias)], dce_enabled=False
             ),
             walk_regions_first=True,
             apply_recursively=False,

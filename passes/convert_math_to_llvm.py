@@ -57,7 +57,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .errors import LoweringError
-from .lowering_utils import check_no_leftover, intrinsic_suffix
+from .lowering_utils import TableRewrite, check_no_leftover, intrinsic_suffix
 
 _NATIVE: dict[type[Operation], Callable[[Operation], Operation]] = {
     math.AbsFOp: lambda op: llvm.FAbsOp(op.operands[0], op.results[0].type),
@@ -110,15 +110,6 @@ _LIBM: dict[type[Operation], str] = {
 }
 
 _LIBM_SUFFIX: dict[type[Attribute], str] = {Float64Type: "", Float32Type: "f"}
-
-
-class NativeMathToLLVM(RewritePattern):
-    """Ops with a dedicated ``llvm.intr.*`` op."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        build = _NATIVE.get(type(op))
-        if build is not None:
-            rewriter.replace(op, build(op))
 
 
 class IntrinsicMathToLLVM(RewritePattern):
@@ -204,7 +195,7 @@ class ConvertMathToLLVMPass(ModulePass):
         libm = LibmMathToLLVM()
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [NativeMathToLLVM(), IntrinsicMathToLLVM(), libm], dce_enabled=False
+                [TableRewrite(_NATIVE), IntrinsicMathToLLVM(), libm], dce_enabled=False
             ),
             apply_recursively=False,
         ).rewrite_module(op)
