@@ -78,24 +78,18 @@ def _replace_by_value(op: Operation, value: SSAValue, rewriter: PatternRewriter)
     rewriter.replace(op, (), (value,))
 
 
-class AddZero(RewritePattern):
-    """`x + full_like(_, 0)` and `full_like(_, 0) + x` -> `x`."""
+class DropIdentityOperand(RewritePattern):
+    """`x + full_like(_, 0)` -> `x` (identity 0), `x * full_like(_, 1)` -> `x` (identity
+    1); the splat on either side, a splat constant too."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: AddOp, rewriter: PatternRewriter, /) -> None:
+    def __init__(self, identity: int) -> None:
+        self.identity = identity
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, AddOp | MulOp):
+            return
         for kept, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-            if splat_value(other) == 0 and kept.type == op.result.type:
-                _replace_by_value(op, kept, rewriter)
-                return
-
-
-class MulOne(RewritePattern):
-    """`x * full_like(_, 1)` and `full_like(_, 1) * x` -> `x`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: MulOp, rewriter: PatternRewriter, /) -> None:
-        for kept, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-            if splat_value(other) == 1 and kept.type == op.result.type:
+            if splat_value(other) == self.identity and kept.type == op.result.type:
                 _replace_by_value(op, kept, rewriter)
                 return
 
@@ -170,8 +164,16 @@ class ConjRealOrConj(RewritePattern):
             _replace_by_value(op, inner.operand, rewriter)
 
 
+class DropSameType(RewritePattern):
+    """A broadcast or reshape to its operand's type -> the operand."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if isinstance(op, BroadcastInDimOp | ReshapeOp) and op.operand.type == op.result.type:
+            _replace_by_value(op, op.operand, rewriter)
+
+
 class FoldBroadcast(RewritePattern):
-    """A broadcast to its operand's type -> the operand; a broadcast of a broadcast -> one.
+    """A broadcast of a broadcast -> one broadcast.
 
     Operand dimension i of the inner broadcast lands in result dimension
     `outer[inner[i]]`; a composition of strictly increasing maps is strictly increasing.
@@ -179,9 +181,6 @@ class FoldBroadcast(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: BroadcastInDimOp, rewriter: PatternRewriter, /) -> None:
-        if op.operand.type == op.result.type:
-            _replace_by_value(op, op.operand, rewriter)
-            return
         inner = op.operand.owner
         if isinstance(inner, BroadcastInDimOp):
             outer_dims = array_values(op.broadcast_dimensions)
@@ -191,13 +190,10 @@ class FoldBroadcast(RewritePattern):
 
 
 class FoldReshape(RewritePattern):
-    """A reshape to its operand's type -> the operand; a reshape of a reshape -> one."""
+    """A reshape of a reshape -> one reshape (or the operand, back to its type)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ReshapeOp, rewriter: PatternRewriter, /) -> None:
-        if op.operand.type == op.result.type:
-            _replace_by_value(op, op.operand, rewriter)
-            return
         inner = op.operand.owner
         if isinstance(inner, ReshapeOp):
             if inner.operand.type == op.result.type:
@@ -239,15 +235,15 @@ def _shape(type_: object) -> tuple[int, ...]:
 
 
 PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {
-    AddOp: (AddZero(),),
-    MulOp: (MulOne(),),
+    AddOp: (DropIdentityOperand(0),),
+    MulOp: (DropIdentityOperand(1),),
     ScaleOp: (ScaleOneOrScale(),),
     ShiftOp: (ShiftZero(),),
     PowOp: (FoldPow(),),
     NegOp: (NegNeg(),),
     ConjOp: (ConjRealOrConj(),),
-    BroadcastInDimOp: (FoldBroadcast(),),
-    ReshapeOp: (FoldReshape(),),
+    BroadcastInDimOp: (DropSameType(), FoldBroadcast()),
+    ReshapeOp: (DropSameType(), FoldReshape()),
     TransposeOp: (FoldTranspose(),),
 }
 """Op class -> its canonicalization patterns (what `TiduCanonicalization` returns)."""
@@ -260,13 +256,13 @@ def patterns_for(op: type[Operation]) -> tuple[RewritePattern, ...]:
 
 __all__ = [
     "PATTERNS",
-    "AddZero",
     "ConjRealOrConj",
+    "DropIdentityOperand",
+    "DropSameType",
     "FoldBroadcast",
     "FoldPow",
     "FoldReshape",
     "FoldTranspose",
-    "MulOne",
     "NegNeg",
     "ScaleOneOrScale",
     "ShiftZero",

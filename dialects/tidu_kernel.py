@@ -130,23 +130,29 @@ class KernelOp(IRDLOperation):
             raise VerifyException(f"{self.name} must have at least one result.")
         for index, value in enumerate(self.inputs):
             tensor = verify_tensor(self, f"operand {index}", value.type, ElementKind.ANY)
-            self._verify_operand_map(index, tensor, domain)
+            self._verify_map("operand", index, tensor, domain)
         for index, value in enumerate(self.outputs):
             tensor = verify_tensor(self, f"result {index}", value.type, ElementKind.ANY)
-            self._verify_result_map(index, tensor, domain)
+            self._verify_map("result", index, tensor, domain)
+            self._verify_reduction(index, tensor)
         self._verify_body()
 
-    def _verify_operand_map(self, index: int, tensor: TensorType, domain: tuple[int, ...]) -> None:
-        mapping = self.operand_map(index)
+    def _verify_map(
+        self, what: str, index: int, tensor: TensorType, domain: tuple[int, ...]
+    ) -> None:
+        """The map of operand or result ``index``: per dimension of ``tensor``, a distinct
+        iteration dimension of the same size (or, for an operand, -1: a size-1 dimension
+        read at index 0)."""
+        mapping = self.operand_map(index) if what == "operand" else self.result_map(index)
         shape = tensor.get_shape()
         if len(mapping) != len(shape):
             raise VerifyException(
-                f"{self.name} operand {index} ({tensor}) has the map {_listed(mapping)}, but "
-                f"it needs one entry per operand dimension ({len(shape)})."
+                f"{self.name} {what} {index} ({tensor}) has the map {_listed(mapping)}, but "
+                f"it needs one entry per {what} dimension ({len(shape)})."
             )
         seen: set[int] = set()
         for dim, (size, it) in enumerate(zip(shape, mapping, strict=True)):
-            if it == -1:
+            if it == -1 and what == "operand":
                 if size != 1:
                     raise VerifyException(
                         f"{self.name} operand {index} ({tensor}) maps dimension {dim} to -1 "
@@ -155,47 +161,24 @@ class KernelOp(IRDLOperation):
                 continue
             if not 0 <= it < len(domain):
                 raise VerifyException(
-                    f"{self.name} operand {index} maps dimension {dim} to iteration dimension "
+                    f"{self.name} {what} {index} maps dimension {dim} to iteration dimension "
                     f"{it}, which is out of range for the domain {_listed(domain)}."
                 )
             if it in seen:
                 raise VerifyException(
-                    f"{self.name} operand {index} has the map {_listed(mapping)}, which uses "
+                    f"{self.name} {what} {index} has the map {_listed(mapping)}, which uses "
                     f"iteration dimension {it} twice."
                 )
             seen.add(it)
             if size != domain[it]:
                 raise VerifyException(
-                    f"{self.name} operand {index} ({tensor}) maps dimension {dim} of size "
+                    f"{self.name} {what} {index} ({tensor}) maps dimension {dim} of size "
                     f"{size} to iteration dimension {it} of size {domain[it]}; the sizes must "
                     "be equal."
                 )
 
-    def _verify_result_map(self, index: int, tensor: TensorType, domain: tuple[int, ...]) -> None:
-        mapping = self.result_map(index)
-        shape = tensor.get_shape()
-        if len(mapping) != len(shape):
-            raise VerifyException(
-                f"{self.name} result {index} ({tensor}) has the map {_listed(mapping)}, but it "
-                f"needs one entry per result dimension ({len(shape)})."
-            )
-        for dim, (size, it) in enumerate(zip(shape, mapping, strict=True)):
-            if not 0 <= it < len(domain):
-                raise VerifyException(
-                    f"{self.name} result {index} maps dimension {dim} to iteration dimension "
-                    f"{it}, which is out of range for the domain {_listed(domain)}."
-                )
-            if size != domain[it]:
-                raise VerifyException(
-                    f"{self.name} result {index} ({tensor}) maps dimension {dim} of size "
-                    f"{size} to iteration dimension {it} of size {domain[it]}; the sizes must "
-                    "be equal."
-                )
-        if len(set(mapping)) != len(mapping):
-            raise VerifyException(
-                f"{self.name} result {index} has the map {_listed(mapping)}, which uses an "
-                "iteration dimension twice."
-            )
+    def _verify_reduction(self, index: int, tensor: TensorType) -> None:
+        """A result summed over some iteration dimensions has a numeric element type."""
         reduced = self.reduced_dims(index)
         element = tensor.element_type
         assert isinstance(element, Attribute)

@@ -184,7 +184,7 @@ KERNEL_FAILURES = [
   ^bb0(%a0: f64):
     tidu.yield %a0 : f64
   } : tensor<8x8xf64>""",
-        "tidu.kernel result 0 has the map [0, 0], which uses an iteration dimension twice.",
+        "tidu.kernel result 0 has the map [0, 0], which uses iteration dimension 0 twice.",
     ),
     (
         """  %r = tidu.kernel ins(%x : tensor<4x8xf64>) domain [4, 8] maps [[0, 1]] -> [[1]] {
