@@ -57,7 +57,13 @@ class BackwardNode:
                             self.saved_types, self.needed)  # fmt: skip
 
     def title(self) -> str:
-        ops = ", ".join(repr(n.operation) for n in self.recorded.graph.operations)
+        """``node 3: Pow(exponent=2.0) (active slots [0])``; a node of several ops (a
+        composite) lists their names only."""
+        operations = [n.operation for n in self.recorded.graph.operations]
+        shown = [repr(o) for o in operations] if len(operations) == 1 else [
+            type(o).__name__ for o in operations
+        ]
+        ops = ", ".join(shown)
         needed = "" if self.needed is None else f", needed inputs {list(self.needed)}"
         return f"node {self.index}: {ops} (active slots {list(self.slots)}{needed})"
 
