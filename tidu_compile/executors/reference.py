@@ -106,9 +106,13 @@ def residual_keys(graph: Graph) -> list[ValueKey]:
 
 
 def evaluate_keys(
-    view: ResolvedView, wanted: Sequence[ValueKey], data: dict[ValueKey, Any]
+    view: ResolvedView,
+    wanted: Sequence[ValueKey],
+    data: dict[ValueKey, Any],
+    given: str = "saved value",
 ) -> dict[ValueKey, Any]:
-    """Evaluate ``wanted`` keys into ``data`` from the primal definitions in ``view``."""
+    """Evaluate ``wanted`` keys into ``data`` from the definitions in ``view``; a key that
+    is neither in ``data`` nor computed from it is a ``KeyError`` ("no <given> for ...")."""
     stack: list[tuple[ValueKey, bool]] = [(k, False) for k in wanted]
     while stack:
         key, ready = stack.pop()
@@ -117,7 +121,7 @@ def evaluate_keys(
         definition = view.resolve_value(key)
         if not isinstance(definition, ProducedDef):
             raise KeyError(
-                f"no value given for {key!r}, and it is not computed from the values given"
+                f"no {given} for {key!r}, and it is not computed from the others given"
             )
         if ready:
             op = definition.operation
@@ -163,7 +167,7 @@ def evaluate_graph(
     else:
         wanted = [plain.values[o].key for o in plain.outputs]
     present = [k for k in wanted if k is not None]
-    evaluate_keys(resolve(plain), present, data)
+    evaluate_keys(resolve(plain), present, data, given="value given")
     return [None if k is None else data[k] for k in wanted]
 
 

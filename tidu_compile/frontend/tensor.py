@@ -180,9 +180,11 @@ class Tensor:
 
 
 def _functions() -> Any:
-    from tidu_compile.frontend import functions
+    """The frontend package, whose namespace holds every function (imported late: the
+    function modules import this one)."""
+    from tidu_compile import frontend
 
-    return functions
+    return frontend
 
 
 def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
