@@ -163,6 +163,43 @@ def _convert(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SS
     return emit(arith.TruncFOp(args[0], target)).results
 
 
+def _log1p(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    """``log1p(x) = x * log(u) / (u - 1)`` with ``u = 1 + x`` (Goldberg): the rounding
+    of ``u`` cancels; ``x`` where ``u == 1``, ``u`` where ``u`` is inf. Built on
+    ``math.log``, which ``expand-math-polynomials`` vectorizes."""
+    x = args[0]
+    one = constant(emit, 1.0, x.type)
+    u = emit(arith.AddfOp(one, x)).results[0]
+    ratio = emit(arith.DivfOp(x, emit(arith.SubfOp(u, one)).results[0])).results[0]
+    value: SSAValue = emit(arith.MulfOp(emit(math.LogOp(u)).results[0], ratio)).results[0]
+    inf = constant(emit, float("inf"), x.type)
+    value = _select_if(emit, u, "oeq", inf, u, value)
+    return [_select_if(emit, u, "oeq", one, x, value)]
+
+
+def _expm1(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    """``expm1(x) = (u - 1) * x / log(u)`` with ``u = exp(x)`` (Kahan): ``x`` where
+    ``u == 1``, -1 where ``u - 1 == -1``, ``u`` where ``u`` is inf."""
+    x = args[0]
+    one = constant(emit, 1.0, x.type)
+    u = emit(math.ExpOp(x)).results[0]
+    um1 = emit(arith.SubfOp(u, one)).results[0]
+    ratio = emit(arith.DivfOp(x, emit(math.LogOp(u)).results[0])).results[0]
+    value: SSAValue = emit(arith.MulfOp(um1, ratio)).results[0]
+    value = _select_if(emit, u, "oeq", constant(emit, float("inf"), x.type), u, value)
+    minus_one = constant(emit, -1.0, x.type)
+    value = _select_if(emit, um1, "oeq", minus_one, minus_one, value)
+    return [_select_if(emit, u, "oeq", one, x, value)]
+
+
+def _select_if(
+    emit: Emit, a: SSAValue, predicate: str, b: SSAValue, then: SSAValue, otherwise: SSAValue
+) -> SSAValue:
+    """``then if a <predicate> b else otherwise`` (an ``arith.cmpf`` and a select)."""
+    condition = emit(arith.CmpfOp(a, b, predicate)).results[0]
+    return emit(arith.SelectOp(condition, then, otherwise)).results[0]
+
+
 def _sincos(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
     return [emit(math.SinOp(args[0])).results[0], emit(math.CosOp(args[0])).results[0]]
 
@@ -182,6 +219,8 @@ SCALAR_LOWERINGS: dict[type[TensorOp], ScalarLowering] = {
     ops.Cos: _unary_math(math.CosOp),
     ops.Tanh: _unary_math(math.TanhOp),
     ops.Sqrt: _unary_math(math.SqrtOp),
+    ops.Log1p: _log1p,
+    ops.Expm1: _expm1,
     ops.SinCos: _sincos,
     ops.Conj: _identity,
     ops.Real: _identity,

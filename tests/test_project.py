@@ -65,3 +65,12 @@ def test_mypy_is_clean() -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_readme_function_list_is_current() -> None:
+    from tidu_compile.tools import function_list
+
+    readme = (ROOT / "README.md").read_text()
+    assert function_list.render() in readme, (
+        "README's function list is stale: run python -m tidu_compile.tools.function_list"
+    )

@@ -22,6 +22,7 @@ from tidu_compile.ops.complex_ops import *  # noqa: F403
 from tidu_compile.ops.elementwise import *  # noqa: F403
 from tidu_compile.ops.elementwise import Elementwise, Unary
 from tidu_compile.ops.structural import *  # noqa: F403
+from tidu_compile.ops.unary_math import *  # noqa: F403
 
 ALL_OPS: tuple[type[TensorOp], ...] = tuple(OP_TABLE.values())
 
