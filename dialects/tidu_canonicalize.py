@@ -54,14 +54,12 @@ from .tidu_constant import ConstantOp
 from .tidu_elementwise import (
     AddOp,
     ConjOp,
-    DivOp,
     FullLikeOp,
     MulOp,
     NegOp,
     PowOp,
     ScaleOp,
     ShiftOp,
-    SqrtOp,
 )
 from .tidu_shape import BroadcastInDimOp, ReshapeOp, TransposeOp
 
@@ -129,17 +127,21 @@ class FoldPow(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: PowOp, rewriter: PatternRewriter, /) -> None:
+        from tidu_compile import ops
+
+        from .tidu import op_class  # sqrt and div are generated from the op table
+
         x, exponent = op.operand, op.parameter
         if exponent == 1:
             _replace_by_value(op, x, rewriter)
         elif exponent == 2:
             rewriter.replace(op, MulOp(x, x))
         elif exponent == 0.5:
-            rewriter.replace(op, SqrtOp(x))
+            rewriter.replace(op, op_class(ops.Sqrt)(x))  # type: ignore[call-arg]
         elif exponent == -1:
             one = FullLikeOp(x, 1.0)
             one.result.name_hint = "one"
-            rewriter.replace(op, [one, DivOp(one, x)])
+            rewriter.replace(op, [one, op_class(ops.Div)(one, x)])  # type: ignore[call-arg]
 
 
 class NegNeg(RewritePattern):

@@ -427,15 +427,15 @@ class ResolvedView:
         self,
         wanted: Iterable[ValueKey],
         values: MutableMapping[ValueKey, T],
-        apply: Callable[[Any, list[T]], Sequence[T]],
+        apply: Callable[[ProducedDef, list[T]], Sequence[T]],
         missing: Callable[[ValueKey], Exception],
     ) -> None:
         """Put a value for every ``wanted`` key into ``values``: the operations that
         define the keys absent from ``values`` are applied, dependencies first and
-        without recursion, with ``apply(operation, input values) -> output values``
-        (which evaluates, or emits an instruction). Values present are kept (an
-        operation's other outputs too). A key absent from ``values`` that no operation
-        produces raises ``missing(key)``."""
+        without recursion, with ``apply(definition, input values) -> output values``
+        (which evaluates ``definition.operation``, emits an instruction or adds a graph
+        node). Values present are kept (an operation's other outputs too). A key absent
+        from ``values`` that no operation produces raises ``missing(key)``."""
         stack: list[tuple[ValueKey, bool]] = [(k, False) for k in wanted]
         while stack:
             key, ready = stack.pop()
@@ -445,7 +445,7 @@ class ResolvedView:
             if not isinstance(definition, ProducedDef):
                 raise missing(key)
             if ready:
-                outputs = apply(definition.operation, [values[k] for k in definition.input_keys])
+                outputs = apply(definition, [values[k] for k in definition.input_keys])
                 op_key = key.operation  # type: ignore[union-attr]  # ProducedDef => Derived
                 for slot, value in enumerate(outputs):
                     values.setdefault(Derived(op_key, slot), value)
