@@ -44,6 +44,7 @@ other than 1 keep their order (a transpose of a square matrix is not a no-op).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -53,6 +54,7 @@ from .tidu_base import array_values, element_type, is_real_element
 from .tidu_constant import ConstantOp
 from .tidu_elementwise import (
     AddOp,
+    BinaryElementwiseOperation,
     ConjOp,
     FullLikeOp,
     MulOp,
@@ -60,6 +62,7 @@ from .tidu_elementwise import (
     PowOp,
     ScaleOp,
     ShiftOp,
+    UnaryElementwiseOperation,
 )
 from .tidu_shape import BroadcastInDimOp, ReshapeOp, TransposeOp
 
@@ -137,11 +140,13 @@ class FoldPow(RewritePattern):
         elif exponent == 2:
             rewriter.replace(op, MulOp(x, x))
         elif exponent == 0.5:
-            rewriter.replace(op, op_class(ops.Sqrt)(x))  # type: ignore[call-arg]
+            sqrt = cast(type[UnaryElementwiseOperation], op_class(ops.Sqrt))
+            rewriter.replace(op, sqrt(x))
         elif exponent == -1:
             one = FullLikeOp(x, 1.0)
             one.result.name_hint = "one"
-            rewriter.replace(op, [one, op_class(ops.Div)(one, x)])  # type: ignore[call-arg]
+            div = cast(type[BinaryElementwiseOperation], op_class(ops.Div))
+            rewriter.replace(op, [one, div(one, x)])
 
 
 class NegNeg(RewritePattern):
