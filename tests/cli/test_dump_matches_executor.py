@@ -1,11 +1,13 @@
 """``tidu-compile dump`` shows what runs: for every workload of the benchmark (small
-sizes, per-op and composite recording), the dumped ``loops`` IR of each backward node is
-the IR the compiled executor read its plan from."""
+sizes, per-op and composite recording) and for losses with higher-order and forward-mode
+nodes on the tape, the dumped ``loops`` IR of each backward node is the IR the compiled
+executor read its plan from."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from tidu_compile.tools.bench.tidu_runner import record
 from tidu_compile.tools.bench.workloads import (
@@ -19,6 +21,7 @@ from tidu_compile.tools.bench.workloads import (
 from tidu_compile.tools.dump import backward_nodes, stage_text
 
 import tidu_compile as tc
+from tidu_compile import func
 from tidu_compile.compiler import pipeline
 from tidu_compile.compiler.plan_builder import node_function
 from tidu_compile.executors.compiled import CompiledExecutor
@@ -41,10 +44,12 @@ def test_every_workload_group_is_covered() -> None:
     assert covered == {(g, r) for g in GROUPS for r in ("per-op", "composite")}
 
 
-@pytest.mark.parametrize("workload", WORKLOADS, ids=[w.key for w in WORKLOADS])
-def test_dumped_loops_are_the_executed_loops(
-    workload: Workload, monkeypatch: pytest.MonkeyPatch
+def assert_dump_is_what_runs(
+    loss: Any, wrt: list[Any], monkeypatch: pytest.MonkeyPatch, derived: bool = False
 ) -> None:
+    """Run ``loss``'s backward on a fresh compiled executor, keeping the ``loops`` IR of
+    every program it compiles, then compare each dumped node with it. ``derived``: the
+    tape holds VJP or JVP graphs of nodes (their seed or tangent inputs are ``d0``...)."""
     executed: dict[str, str] = {}  # node function name -> the loops IR the plan came from
     build_plan = pipeline.build_plan
 
@@ -53,16 +58,42 @@ def test_dumped_loops_are_the_executed_loops(
         return build_plan(module, program)
 
     monkeypatch.setattr(pipeline, "build_plan", spy)
-    loss, wrt = record(workload, workload.make_inputs(0))
     executor = CompiledExecutor(cache_dir=False)
     tc.grad(loss, wrt, executor=executor)
     assert executor.stats.fallbacks == 0 and executor.stats.compiles == len(executed) > 0
 
-    nodes = backward_nodes(loss)
     seen = set()
+    nodes = backward_nodes(loss)
+    assert derived == any("d0" in map(str, n.recorded.input_keys) for n in nodes)
     for node in nodes:
         name = f"tidu_{pipeline.program_digest(node.program())[:24]}"
         assert name in executed, f"{node.title()}: the executor compiled no such program"
         seen.add(name)
         assert stage_text(node, "loops") == executed[name].replace(name, f"node{node.index}")
     assert seen == set(executed)  # and every compiled program is a dumped node's
+
+
+@pytest.mark.parametrize("workload", WORKLOADS, ids=[w.key for w in WORKLOADS])
+def test_dumped_loops_are_the_executed_loops(
+    workload: Workload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loss, wrt = record(workload, workload.make_inputs(0))
+    assert_dump_is_what_runs(loss, wrt, monkeypatch)
+
+
+def inputs() -> tuple[Any, Any]:
+    rng = np.random.default_rng(3)
+    return (tc.tensor(rng.normal(size=6), requires_grad=True),
+            tc.tensor(rng.normal(size=6), requires_grad=True))  # fmt: skip
+
+
+def test_higher_order_nodes_are_dumped_as_they_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = inputs()
+    (gx,) = tc.grad(tc.sum(tc.tanh(x * y) * y), [x], create_graph=True)
+    assert_dump_is_what_runs(tc.sum(gx * gx), [x, y], monkeypatch, derived=True)
+
+
+def test_forward_mode_nodes_are_dumped_as_they_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = inputs()
+    _, tangent = func.jvp(lambda a: tc.sum(tc.exp(a) * y), (x,), (tc.tensor(np.ones(6)),))
+    assert_dump_is_what_runs(tangent * tangent, [x, y], monkeypatch, derived=True)
