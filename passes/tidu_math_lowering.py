@@ -212,7 +212,8 @@ def _logaddexp_of(
 ) -> SSAValue:
     """``max + log1p(exp(-|x - y|)) * log_scale``; ``x + tie_offset`` where ``x == y``
     (numpy's formula, which also gives inf + inf = inf)."""
-    gap = f.neg(f.abs(f.sub(x, y)))
+    difference = f.sub(x, y)
+    gap = f.minimum(difference, f.neg(difference))  # -|x - y|, without math.absf
     correction = log1p_unit_of(f, exp(gap))
     if log_scale != 1.0:
         correction = f.mul(correction, f.const(log_scale))
@@ -263,7 +264,12 @@ def _times(build: Callable[[Scalars, SSAValue], SSAValue], factor: float) -> Sca
 
 def _in_f64(build: Callable[[Scalars, SSAValue, SSAValue], SSAValue]) -> ScalarLowering:
     """A binary row computed in f64 for f32 operands (``arith.extf``, ``arith.truncf``):
-    for formulas whose f32 rounding errors add up past a few ulps."""
+    for formulas whose f32 rounding errors add up past a few ulps.
+
+    The f64 formula must avoid the ``math`` ops that become un-suffixed LLVM intrinsics
+    (``absf``, ``sqrt``, ``copysign``, ``floor``, ...; ``exp`` and ``log`` are expanded
+    first): xDSL's llvmlite translation declares ``@llvm.fabs`` once per module, so an
+    f64 and an f32 use in one kernel clash (``Type of #1 arg mismatch``)."""
 
     def lower(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
         narrow = args[0].type
