@@ -64,7 +64,7 @@ class Log1p(Unary):
     domain = "open_unit"
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
-        return _divide_tangent(b, ts[0], apply(b, Shift(1.0), [xs[0]]))
+        return [linear(b, Div(), [ts[0], apply(b, Shift(1.0), [xs[0]])], (True, False))]
 
 
 @primitive
