@@ -23,6 +23,7 @@ import pytest
 from helpers import check_frontend_grad, random_array
 
 import tidu_compile as tc
+from tidu_compile import func
 from tidu_compile.compiler import pipeline
 from tidu_compile.compiler.inspect import backward_nodes
 from tidu_compile.executors.compiled import CompiledExecutor
@@ -301,3 +302,70 @@ def test_complex_composites_compile_without_fallback(compiled: CompiledExecutor)
     (want,) = tc.grad(loss, [z], executor=REFERENCE)
     assert compiled.stats.fallbacks == fallbacks and not compiled.stats.errors
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------- second derivatives
+
+LN2 = math.log(2.0)
+S = np_sigmoid
+
+#: name -> (function, its second derivative in closed form)
+SECOND_DERIVATIVES: dict[str, tuple[Callable[..., tc.Tensor], Callable[..., np.ndarray]]] = {
+    "sinh": (tc.sinh, np.sinh),
+    "cosh": (tc.cosh, np.cosh),
+    "tan": (tc.tan, lambda x: 2 * np.tan(x) * (1 + np.tan(x) ** 2)),
+    "arcsin": (tc.arcsin, lambda x: x / (1 - x**2) ** 1.5),
+    "arctan": (tc.arctan, lambda x: -2 * x / (1 + x**2) ** 2),
+    "arcsinh": (tc.arcsinh, lambda x: -x / (1 + x**2) ** 1.5),
+    "arccosh": (lambda t: tc.arccosh(t + 1.5), lambda x: -(x + 1.5) / ((x + 1.5) ** 2 - 1) ** 1.5),
+    "arctanh": (tc.arctanh, lambda x: 2 * x / (1 - x**2) ** 2),
+    "exp2": (tc.exp2, lambda x: LN2**2 * 2**x),
+    "log2": (tc.log2, lambda x: -1 / (x**2 * LN2)),
+    "sigmoid": (tc.sigmoid, lambda x: S(x) * (1 - S(x)) * (1 - 2 * S(x))),
+    "softplus": (tc.softplus, lambda x: S(x) * (1 - S(x))),
+    "erf": (tc.erf, lambda x: -4 * x / math.sqrt(math.pi) * np.exp(-(x**2))),
+    "relu": (tc.relu, np.zeros_like),
+    "power in x": (lambda t: t**2.5, lambda x: 2.5 * 1.5 * x**0.5),
+    "power in y": (lambda t: 1.7**t, lambda x: math.log(1.7) ** 2 * 1.7**x),
+    "hypot": (lambda t: tc.hypot(t, 0.8), lambda x: 0.64 / np.hypot(x, 0.8) ** 3),
+    "logaddexp": (lambda t: tc.logaddexp(t, 0.4), lambda x: S(x - 0.4) * (1 - S(x - 0.4))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("executor_name", ["reference", "compiled"])
+@pytest.mark.parametrize("name", list(SECOND_DERIVATIVES))
+def test_second_derivatives(name: str, executor_name: str, compiled: CompiledExecutor) -> None:
+    """The derivatives are built from primitives, so they differentiate again."""
+    function, closed_form = SECOND_DERIVATIVES[name]
+    x = np.array([0.2, 0.45, 0.7])
+    executor = REFERENCE if executor_name == "reference" else compiled
+    fallbacks = compiled.stats.fallbacks
+    with tc.use_executor(executor):
+        second = func.grad(lambda t: tc.sum(func.grad(lambda u: tc.sum(function(u)))(t)))(x)
+    np.testing.assert_allclose(second.numpy(), closed_form(x), rtol=1e-12, atol=1e-14)
+    assert compiled.stats.fallbacks == fallbacks and not compiled.stats.errors
+
+
+BINARY_FORWARD: dict[str, tuple[Callable[..., tc.Tensor], Callable[..., np.ndarray]]] = {
+    "power": (tc.power, np.power),
+    "arctan2": (tc.arctan2, np.arctan2),
+    "hypot": (tc.hypot, np.hypot),
+    "logaddexp": (tc.logaddexp, np.logaddexp),
+    "logaddexp2": (tc.logaddexp2, np.logaddexp2),
+    "mod": (tc.mod, np.mod),
+    "fmin": (tc.fmin, np.fmin),
+}
+
+
+@pytest.mark.parametrize("name", list(BINARY_FORWARD))
+def test_forward_mode_of_binary_functions(name: str) -> None:
+    """``func.jvp`` (the JVP rules alone, no transpose) against a central difference."""
+    function, numpy_function = BINARY_FORWARD[name]
+    x, y = np.array([0.7, 1.3, 2.45]), np.array([1.1, 0.55, 0.9])
+    dx, dy = np.array([0.3, -1.0, 0.5]), np.array([-0.2, 0.4, 1.0])
+    with tc.use_executor(REFERENCE):
+        _, tangent = func.jvp(function, (x, y), (dx, dy))
+    step = 1e-6
+    expected = (numpy_function(x + step * dx, y + step * dy)
+                - numpy_function(x - step * dx, y - step * dy)) / (2 * step)  # fmt: skip
+    np.testing.assert_allclose(tangent.numpy(), expected, rtol=1e-7)
