@@ -1,15 +1,25 @@
 """The eager ``Tensor`` frontend: numpy-style functions that record on the tidu tape.
 
 The function modules, each with its ``__all__``: ``elementwise`` (generated from the op
-table, plus ``where``, ``power``, ...), ``reductions``, ``shapes``, ``linalg``, and
-``promotion`` (``astype``, ``broadcast_to``). ``FUNCTIONS`` maps every public function
+table, plus ``where``, ``power``, ...), ``composites`` (``abs``, ``clip``, ``sinc``,
+...), ``activations`` (``sigmoid``, ``relu``, ``softplus``, ``gelu``, ``erf``),
+``reductions``, ``shapes``, ``linalg``, and ``promotion`` (``astype``,
+``broadcast_to``). ``FUNCTIONS`` maps every public function
 name to its function; ``tidu_compile`` exports them all.
 """
 
 from collections.abc import Callable
 from typing import Any
 
-from tidu_compile.frontend import elementwise, linalg, promotion, reductions, shapes
+from tidu_compile.frontend import (
+    activations,
+    composites,
+    elementwise,
+    linalg,
+    promotion,
+    reductions,
+    shapes,
+)
 from tidu_compile.frontend.autograd import grad
 from tidu_compile.frontend.composite import function
 from tidu_compile.frontend.elementwise import compare
@@ -27,6 +37,8 @@ _PUBLIC_PROMOTION = ("astype", "broadcast_to")
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     **{name: getattr(elementwise, name) for name in elementwise.__all__
        if name not in ("unary", "binary", "compare")},
+    **{name: getattr(composites, name) for name in composites.__all__},
+    **{name: getattr(activations, name) for name in activations.__all__},
     **{name: getattr(reductions, name) for name in reductions.__all__
        if name != "normalize_axes"},
     **{name: getattr(shapes, name) for name in shapes.__all__},

@@ -142,6 +142,9 @@ class Tensor:
     def __pow__(self, exponent: Any) -> Tensor:
         return _functions().power(self, exponent)
 
+    def __rpow__(self, base: Any) -> Tensor:
+        return _functions().power(base, self)
+
     def __matmul__(self, other: Any) -> Tensor:
         return _functions().matmul(self, other)
 
