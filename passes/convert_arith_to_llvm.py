@@ -292,9 +292,16 @@ def _float_extremum(lhs: SSAValue, rhs: SSAValue, is_max: bool) -> list[Operatio
 _FLOAT_MINMAX: dict[type[Operation], Callable[[SSAValue, SSAValue], list[Operation]]] = {
     arith.MaximumfOp: lambda a, b: _float_extremum(a, b, is_max=True),
     arith.MinimumfOp: lambda a, b: _float_extremum(a, b, is_max=False),
-    arith.MaxnumfOp: lambda a, b: [llvm.VectorFMaxOp(a, b)],
-    arith.MinnumfOp: lambda a, b: [llvm.VectorFMinOp(a, b)],
+    arith.MaxnumfOp: lambda a, b: [_intrinsic("llvm.maxnum", a, b)],
+    arith.MinnumfOp: lambda a, b: [_intrinsic("llvm.minnum", a, b)],
 }
+
+
+def _intrinsic(base: str, a: SSAValue, b: SSAValue) -> Operation:
+    """``base.<suffix>(a, b)`` as ``llvm.call_intrinsic`` (suffixed: an un-suffixed
+    ``llvm.intr.maxnum`` is declared once per module by xDSL's translation, so f32 and f64
+    uses in one kernel would clash)."""
+    return llvm.CallIntrinsicOp(f"{base}.{intrinsic_suffix(a.type)}", [a, b], [a.type])
 
 
 class FloatMinMaxToLLVM(RewritePattern):

@@ -151,3 +151,20 @@ def test_binary_lowering_row_matches_numpy(
         want = primitive.numpy_fn(a, b).astype(dtype)  # type: ignore[attr-defined]
     _check(primitive, got, want, a, b)
     assert executor.stats.fallbacks == fallbacks and not executor.stats.errors
+
+
+def test_one_kernel_uses_the_f32_and_f64_variant_of_a_function(
+    executor: CompiledExecutor,
+) -> None:
+    """``sqrt``, ``exp``, ``fabs`` and friends of both precisions in one kernel compile
+    (xDSL's ``llvm.intr.*`` ops were declared once per module, without type suffix)."""
+    x = tc.tensor(np.linspace(1.0, 2.0, 8).astype(np.float32), requires_grad=True)
+    w = tc.tensor(np.linspace(1.0, 2.0, 8), requires_grad=True)
+    f = tc.function(lambda x, w: tc.sum(tc.sqrt(x) * tc.sqrt(w) + tc.abs(x) * tc.floor(w)))
+    errors, fallbacks = len(executor.stats.errors), executor.stats.fallbacks
+    with tc.use_executor(executor):
+        gx, gw = tc.grad(f(x, w), [x, w])
+    assert executor.stats.errors[errors:] == [] and executor.stats.fallbacks == fallbacks
+    xv, wv = x.numpy().astype(np.float64), w.numpy()
+    np.testing.assert_allclose(gx, 0.5 / np.sqrt(xv) * np.sqrt(wv) + np.floor(wv), rtol=1e-6)
+    np.testing.assert_allclose(gw, np.sqrt(xv) * 0.5 / np.sqrt(wv), rtol=1e-6)
