@@ -32,6 +32,7 @@ from tidu_compile.executors.reference import ReferenceExecutor, evaluate_graph
 from tidu_compile.frontend import (
     FUNCTIONS,
     Tensor,
+    TracedValueError,
     function,
     get_default_executor,
     grad,
@@ -69,6 +70,7 @@ __all__ = [
     "Linearized", "LinearizedGraph", "Local", "Name", "OperationKey", "OperationNode", "Primary",
     "Primitive", "PrimitiveBuilder", "PrimitiveGraph", "PrimitiveValue", "ProducedDef",
     "RecordedGraph", "Recorder", "ReferenceExecutor", "ResolvedView", "Tensor", "Trace",
+    "TracedValueError",
     "ValueNode", "backward", "evaluate_graph", "function", "get_default_executor", "grad",
     "linear_transpose", "linear_transpose_with_builder", "linearize", "no_grad", "resolve",
     "set_default_executor", "tensor", "use_executor", *FUNCTIONS,
