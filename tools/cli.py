@@ -6,6 +6,7 @@
     tidu-compile passes
     tidu-compile cache info | clear
     tidu-compile bench --quick --workload W1,W3 --json out.json
+    tidu-compile demo --example logistic_regression
 
 User mistakes (missing file, bad shape spec, unknown stage or pass, malformed IR) print
 one line on stderr and exit with status 2; no traceback.
@@ -235,6 +236,13 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("action", choices=("info", "clear"))
     cache.add_argument("--dir", help="cache directory (default: the user cache directory)")
     cache.set_defaults(run=command_cache)
+
+    from tidu_compile.tools.demo import add_arguments as add_demo_arguments
+    from tidu_compile.tools.demo import cli_command as command_demo
+
+    demo = sub.add_parser("demo", help="check (and train) a built-in example's gradients")
+    add_demo_arguments(demo)
+    demo.set_defaults(run=command_demo)
 
     from tidu_compile.tools.bench.main import add_arguments as add_bench_arguments
     from tidu_compile.tools.bench.main import cli_command as command_bench
