@@ -349,10 +349,14 @@ class Tensor:
     any = _method("any")
 
 
+#: What ``==`` compares elementwise (anything else: ``NotImplemented``, so ``False``).
+_ARRAY_LIKE = (np.ndarray, np.generic, bool, int, float, complex, list, tuple)
+
+
 def _compare_or_not_implemented(direction: str, tensor: Tensor, other: object) -> Any:
     """``tensor <direction> other`` elementwise; ``NotImplemented`` for an operand that is
     not array-like (``t == None`` is then False, as for other Python objects)."""
-    if not isinstance(other, (Tensor, np.ndarray, np.generic, bool, int, float, complex, list)):
+    if not isinstance(other, (Tensor, *_ARRAY_LIKE)):
         return NotImplemented
     return _functions().compare(direction, tensor, other)
 
