@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tidu_compile.frontend.elementwise import compare
@@ -19,34 +20,23 @@ __all__ = [
 ]  # fmt: skip
 
 
-def equal(a: Any, b: Any) -> Tensor:
-    """``a == b`` elementwise."""
-    return compare("eq", a, b)
+def _comparison(name: str, direction: str, symbol: str) -> Callable[[Any, Any], Tensor]:
+    """numpy's comparison ``name``: ``compare(direction, a, b)``."""
+
+    def function(a: Any, b: Any) -> Tensor:
+        return compare(direction, a, b)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"``a {symbol} b`` elementwise, a bool tensor."
+    return function
 
 
-def not_equal(a: Any, b: Any) -> Tensor:
-    """``a != b`` elementwise."""
-    return compare("ne", a, b)
-
-
-def less(a: Any, b: Any) -> Tensor:
-    """``a < b`` elementwise."""
-    return compare("lt", a, b)
-
-
-def less_equal(a: Any, b: Any) -> Tensor:
-    """``a <= b`` elementwise."""
-    return compare("le", a, b)
-
-
-def greater(a: Any, b: Any) -> Tensor:
-    """``a > b`` elementwise."""
-    return compare("gt", a, b)
-
-
-def greater_equal(a: Any, b: Any) -> Tensor:
-    """``a >= b`` elementwise."""
-    return compare("ge", a, b)
+equal = _comparison("equal", "eq", "==")
+not_equal = _comparison("not_equal", "ne", "!=")
+less = _comparison("less", "lt", "<")
+less_equal = _comparison("less_equal", "le", "<=")
+greater = _comparison("greater", "gt", ">")
+greater_equal = _comparison("greater_equal", "ge", ">=")
 
 
 def isnan(x: Any) -> Tensor:

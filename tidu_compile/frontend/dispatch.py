@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor
+from tidu_compile.frontend.trees import leaves, map_leaves
 
 __all__ = ["dispatch_function", "dispatch_ufunc"]
 
@@ -53,26 +54,8 @@ UFUNC_METHODS = {("add", "reduce"): "sum", ("maximum", "reduce"): "max",
                  ("minimum", "reduce"): "min", ("multiply", "reduce"): "prod"}  # fmt: skip
 
 
-def _leaves(value: Any) -> Iterator[Any]:
-    """The items of ``value``, through lists, tuples and dicts."""
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _leaves(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _leaves(item)
-    else:
-        yield value
-
-
 def _replace_tensors(value: Any, replace: Callable[[Tensor], Any]) -> Any:
-    if isinstance(value, Tensor):
-        return replace(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_replace_tensors(item, replace) for item in value)
-    if isinstance(value, dict):
-        return {key: _replace_tensors(item, replace) for key, item in value.items()}
-    return value
+    return map_leaves(value, lambda leaf: replace(leaf) if isinstance(leaf, Tensor) else leaf)
 
 
 def _traced(tensors: list[Tensor]) -> bool:
@@ -110,7 +93,7 @@ def _accepts(function: Callable[..., Any], args: Any, kwargs: dict[str, Any]) ->
 def _is_exact(result: Any) -> bool:
     """Whether every array in ``result`` is bool or integer (no gradient to carry)."""
     return all(
-        np.asarray(item).dtype.kind in "biu" for item in _leaves(result) if item is not None
+        np.asarray(item).dtype.kind in "biu" for item in leaves(result) if item is not None
     )
 
 
@@ -155,14 +138,14 @@ def dispatch_ufunc(
     """``Tensor.__array_ufunc__``: ``np.exp(t)`` -> ``tidu_compile.exp(t)``."""
     name = ufunc.__name__
     caller = f"numpy.{name}" if method == "__call__" else f"numpy.{name}.{method}"
-    tensors = [v for v in _leaves([inputs, kwargs]) if isinstance(v, Tensor)]
+    tensors = [v for v in leaves([inputs, kwargs]) if isinstance(v, Tensor)]
 
     def on_values() -> Any:
         data = _replace_tensors((inputs, kwargs), lambda t: t._data)
         return getattr(ufunc, method)(*data[0], **data[1])
 
     if "out" in kwargs:
-        if any(isinstance(v, Tensor) for v in _leaves(kwargs["out"])):
+        if any(isinstance(v, Tensor) for v in leaves(kwargs["out"])):
             raise TypeError(f"{caller}(..., out=tensor): a tensor is immutable; use the result")
         return _numpy_or_refuse(caller, "out= writes into an array", on_values, tensors)
     if method != "__call__":
@@ -188,7 +171,7 @@ def dispatch_function(
     module = getattr(func, "__module__", "") or ""
     qualified = name if module == "numpy" else f"{module}.{name}"
     caller = f"{module}.{name}"
-    tensors = [v for v in _leaves([args, kwargs]) if isinstance(v, Tensor)]
+    tensors = [v for v in leaves([args, kwargs]) if isinstance(v, Tensor)]
     if module == "numpy" and name in SHAPE_FUNCTIONS:
         stand_ins = _replace_tensors(
             (args, kwargs), lambda t: np.broadcast_to(np.zeros((), t.dtype), t.shape)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -40,6 +40,7 @@ from tidu_compile.ad import Name
 from tidu_compile.eager import EagerInput, RecordedGraph
 from tidu_compile.frontend.state import RECORDER, current_capture, grad_enabled, set_capture
 from tidu_compile.frontend.tensor import Tensor
+from tidu_compile.frontend.trees import map_leaves
 from tidu_compile.graph import Graph, GraphBuilder, Primary
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES, Constant, DotGeneral, ReduceSum, TensorOp
 
@@ -187,17 +188,6 @@ def _flatten(value: Any, leaves: list[Any]) -> Any:
     return ("P", type(value), value)
 
 
-def _rebuild(value: Any, replacements: Iterator[Tensor]) -> Any:
-    """``value`` with its tensor and array leaves replaced, in order (see ``_flatten``)."""
-    if isinstance(value, (Tensor, np.ndarray)):
-        return next(replacements)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_rebuild(item, replacements) for item in value)
-    if isinstance(value, dict):
-        return {k: _rebuild(v, replacements) for k, v in value.items()}
-    return value
-
-
 def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
     """Decorator: record every call of ``fn`` as one tape node (see the module docstring).
 
@@ -233,7 +223,11 @@ def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
             if traced is not None:
                 traces.move_to_end(key)
         if traced is None:
-            call_args, call_kwargs = _rebuild((args, kwargs), iter(inputs))
+            replacements = iter(inputs)  # the tensors and arrays, in _flatten's order
+            call_args, call_kwargs = map_leaves(
+                (args, kwargs),
+                lambda leaf: next(replacements) if isinstance(leaf, (Tensor, np.ndarray)) else leaf,
+            )
             traced, values = _trace(fn, call_args, call_kwargs, inputs)
             with lock:
                 traces[key] = traced
