@@ -381,7 +381,9 @@ def _functions() -> Any:
 def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     """A new tensor holding a copy of ``data``.
 
-    An integer or bool tensor cannot require gradients (``TypeError``).
+    An integer or bool tensor cannot require gradients, and tensors inside ``data``
+    (``tensor([a, 2 * a])``, which would cut their gradient) are refused until ``stack``
+    exists (``TypeError``).
     """
     if isinstance(data, Tensor):
         data = data.numpy()
