@@ -57,9 +57,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .errors import LoweringError
-from .lowering_utils import check_no_leftover, intrinsic_suffix
-
-PASS_NAME = "convert-math-to-llvm"
+from .lowering_utils import TableRewrite, check_no_leftover, intrinsic_suffix
 
 _NATIVE: dict[type[Operation], Callable[[Operation], Operation]] = {
     math.AbsFOp: lambda op: llvm.FAbsOp(op.operands[0], op.results[0].type),
@@ -114,15 +112,6 @@ _LIBM: dict[type[Operation], str] = {
 _LIBM_SUFFIX: dict[type[Attribute], str] = {Float64Type: "", Float32Type: "f"}
 
 
-class NativeMathToLLVM(RewritePattern):
-    """Ops with a dedicated ``llvm.intr.*`` op."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        build = _NATIVE.get(type(op))
-        if build is not None:
-            rewriter.replace(op, build(op))
-
-
 class IntrinsicMathToLLVM(RewritePattern):
     """Ops lowered to ``llvm.call_intrinsic "llvm.<name>.<suffix>"``."""
 
@@ -145,7 +134,9 @@ class IntrinsicMathToLLVM(RewritePattern):
         elif isinstance(op, math.RsqrtOp):
             typ = op.result.type
             if not isinstance(typ, AnyFloat):
-                raise LoweringError(PASS_NAME, op.name, f"no rule for {typ} operands")
+                raise LoweringError(
+                    ConvertMathToLLVMPass.name, op.name, f"no rule for {typ} operands"
+                )
             one = llvm.ConstantOp(FloatAttr(1.0, typ), typ)
             root = llvm.FSqrtOp(op.operand)
             rewriter.replace(op, [one, root, llvm.FDivOp(one.result, root.res)])
@@ -167,7 +158,9 @@ class LibmMathToLLVM(RewritePattern):
         typ = op.results[0].type
         suffix = _LIBM_SUFFIX.get(type(typ))
         if suffix is None:
-            raise LoweringError(PASS_NAME, op.name, f"libm has no scalar {typ} variant")
+            raise LoweringError(
+                ConvertMathToLLVMPass.name, op.name, f"libm has no scalar {typ} variant"
+            )
         symbol = base + suffix
         self.needed[symbol] = typ
         rewriter.replace(op, llvm.CallOp(symbol, op.operands[0], return_type=typ))
@@ -182,7 +175,8 @@ def _declare_libm(module: ModuleOp, needed: dict[str, Attribute]) -> None:
         if symbol in existing:
             if existing[symbol].function_type != fn_type:
                 raise LoweringError(
-                    PASS_NAME, f"llvm.func @{symbol}", f"clashes with libm's {fn_type}"
+                    ConvertMathToLLVMPass.name,
+                    f"llvm.func @{symbol}", f"clashes with libm's {fn_type}"
                 )
             continue
         decl = llvm.FuncOp(
@@ -201,7 +195,7 @@ class ConvertMathToLLVMPass(ModulePass):
         libm = LibmMathToLLVM()
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [NativeMathToLLVM(), IntrinsicMathToLLVM(), libm], dce_enabled=False
+                [TableRewrite(_NATIVE), IntrinsicMathToLLVM(), libm], dce_enabled=False
             ),
             apply_recursively=False,
         ).rewrite_module(op)

@@ -38,8 +38,6 @@ from tidu_compile.ops import TensorOp
 
 from .errors import LoweringError
 
-PASS_NAME = "tidu-lower-to-loops"
-
 Emit = Callable[[Operation], Operation]
 """Insert an op at the current position of the loop body and return it."""
 
@@ -244,13 +242,15 @@ def scalar_lowering(op: Operation) -> ScalarLowering | None:
 
 def lower_scalar_op(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
     """Lower one tidu op of a kernel body; ``LoweringError`` if there is no rule."""
+    from .tidu_lower_to_loops import TiduLowerToLoopsPass  # the pass this table serves
+
     rule = scalar_lowering(op)
     if rule is None:
-        raise LoweringError(PASS_NAME, op.name, "no scalar lowering rule for this op in a "
-                            "tidu.kernel body")
+        raise LoweringError(TiduLowerToLoopsPass.name, op.name, "no scalar lowering rule for "
+                            "this op in a tidu.kernel body")
     if any(is_complex_element(t) for t in (*op.operand_types, *op.result_types)):
-        raise LoweringError(PASS_NAME, op.name, "complex scalars are lowered by "
-                            "tidu_complex_lowering.COMPLEX_LOWERINGS, not this table")
+        raise LoweringError(TiduLowerToLoopsPass.name, op.name, "complex scalars are lowered "
+                            "by tidu_complex_lowering.COMPLEX_LOWERINGS, not this table")
     results = rule(op, args, emit)
     assert len(results) == len(op.results)
     return results

@@ -13,7 +13,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph
-from tidu_compile.graph import Derived, Graph, Input, ProducedDef, ResolvedView, ValueKey, resolve
+from tidu_compile.graph import Derived, Graph, Input, ResolvedView, ValueKey, resolve
 
 __all__ = ["evaluate_graph", "evaluate_keys", "evaluate_primitive"]
 
@@ -48,25 +48,11 @@ def evaluate_keys(
 ) -> dict[ValueKey, Any]:
     """Evaluate ``wanted`` keys into ``data`` from the definitions in ``view``; a key that
     is neither in ``data`` nor computed from it is a ``KeyError`` ("no <given> for ...")."""
-    stack: list[tuple[ValueKey, bool]] = [(k, False) for k in wanted]
-    while stack:
-        key, ready = stack.pop()
-        if key in data:
-            continue
-        definition = view.resolve_value(key)
-        if not isinstance(definition, ProducedDef):
-            raise KeyError(
-                f"no {given} for {key!r}, and it is not computed from the others given"
-            )
-        if ready:
-            op = definition.operation
-            outputs = evaluate_primitive(op, [data[k] for k in definition.input_keys])
-            op_key = key.operation  # type: ignore[union-attr]  # ProducedDef => Derived
-            for slot, value in enumerate(outputs):
-                data[Derived(op_key, slot)] = value
-            continue
-        stack.append((key, True))
-        stack.extend((k, False) for k in definition.input_keys if k not in data)
+
+    def missing(key: ValueKey) -> KeyError:
+        return KeyError(f"no {given} for {key!r}, and it is not computed from the others given")
+
+    view.compute(wanted, data, lambda d, values: evaluate_primitive(d.operation, values), missing)
     return data
 
 

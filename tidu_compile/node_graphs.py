@@ -31,7 +31,6 @@ from typing import Any
 from tidu_compile.ad import LinearizedGraph, Name, fresh_pass_id, linear_transpose, linearize
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.graph import (
-    Derived,
     GraphBuilder,
     Local,
     ProducedDef,
@@ -87,26 +86,14 @@ def _closed_graph(
     if not keep_inputs_first:
         add_node_inputs()
 
+    def not_computed(key: ValueKey) -> ValueError:
+        return ValueError(f"{node!r}: {key!r} is not computed from the node's inputs")
+
+    def add(definition: ProducedDef, ids: list[int]) -> list[int]:
+        return builder.add_operation(definition.operation, ids, definition.role)
+
     def materialize(key: ValueKey) -> int:
-        stack: list[tuple[ValueKey, bool]] = [(key, False)]
-        while stack:
-            current, ready = stack.pop()
-            if current in by_key:
-                continue
-            definition = view.resolve_value(current)
-            if not isinstance(definition, ProducedDef):
-                raise ValueError(f"{node!r}: {current!r} is not computed from the node's inputs")
-            if ready:
-                ids = builder.add_operation(
-                    definition.operation, [by_key[k] for k in definition.input_keys],
-                    definition.role,
-                )  # fmt: skip
-                op_key = current.operation  # type: ignore[union-attr]  # ProducedDef => Derived
-                for slot, value_id in enumerate(ids):
-                    by_key.setdefault(Derived(op_key, slot), value_id)
-                continue
-            stack.append((current, True))
-            stack.extend((k, False) for k in definition.input_keys if k not in by_key)
+        view.compute([key], by_key, add, not_computed)
         return by_key[key]
 
     def value_of(local_id: int) -> int:

@@ -40,10 +40,11 @@ from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import (
     MissingSavedValue,
     UnsupportedNode,
-    build_program,
     graph_program,
     infer_output_types,
-    prune_results,
+    needed_mask,
+    node_program,
+    saved_value_order,
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.executors.reference import ReferenceExecutor, cotangent_count_error
@@ -249,7 +250,7 @@ class CompiledExecutor(BackwardExecutor):
                         linear,
                         linear_transpose(linear, ctx),
                         key,
-                        graph.structure[0] + graph.structure[1],
+                        saved_value_order(graph, ()),
                         all(t is not None for t in linear.tangent_outputs),
                     )
                     self._entries_by_linear[id(linear)] = entry
@@ -276,13 +277,8 @@ class CompiledExecutor(BackwardExecutor):
         """Runs a plan compiled without the cotangents of the inputs not ``needed``."""
         if type(self).run_transposed_linear is not CompiledExecutor.run_transposed_linear:
             return self.run_transposed_linear(linear, cotangent_out, external_data, ctx)
-        flags = tuple(bool(n) for n in needed)
-        if len(flags) != len(linear.tangent_inputs):
-            raise ValueError(
-                f"needed: expected {len(linear.tangent_inputs)} flags, got {len(flags)}"
-            )
         return CompiledExecutor.run_transposed_linear(
-            self, linear, cotangent_out, external_data, ctx, None if all(flags) else flags
+            self, linear, cotangent_out, external_data, ctx, needed_mask(linear, needed)
         )
 
     def run_transposed_linear(
@@ -428,10 +424,8 @@ class CompiledExecutor(BackwardExecutor):
         trace lacks are None, which is a different plan signature.
         """
         with self._lock:
-            if not entry.retained_known:
-                known = set(entry.saved_order)
-                extra = tuple(k for k in external_data if k not in known)
-                entry.saved_order = entry.saved_order + extra  # the old order stays a prefix
+            if not entry.retained_known:  # the old order (inputs, outputs) stays a prefix
+                entry.saved_order = saved_value_order(entry.recorded, external_data)
                 entry.retained_known = True
 
     # ---------------------------------------------------------------- compiling
@@ -493,12 +487,9 @@ class CompiledExecutor(BackwardExecutor):
     ) -> _Compiled:
         seed_types, saved_types = types
         order = entry.saved_order[: len(saved_types)]  # another thread may have extended it
-        saved = {k: t for k, t in zip(order, saved_types, strict=True) if t is not None}
-        program = build_program(
-            entry.recorded, entry.linear, seed_types, saved, entry.transposed, order
+        program = node_program(
+            entry.recorded, entry.linear, seed_types, order, saved_types, needed, entry.transposed
         )
-        if needed is not None:
-            program = prune_results(program, needed)
         artifact, bound = self._load_or_compile(program)
         sources = tuple((s.index, None) if s.kind == "seed" else (-1, order[s.index])
                         for s in program.arg_sources)  # fmt: skip
@@ -518,8 +509,6 @@ class CompiledExecutor(BackwardExecutor):
         one made for it, else compiled (and stored). Counts disk hits and compiles."""
         from tidu_compile.compiler import pipeline
 
-        if any(0 in t.shape for t in program.types):  # xDSL cannot lower zero-size memrefs
-            raise UnsupportedNode("a zero-size value: numpy runs the node (there is no work)")
         digest = pipeline.program_digest(program)
         start = time.perf_counter()
         artifact: Any = self.disk.get(digest) if self.disk is not None else None

@@ -21,8 +21,8 @@ from tidu_compile.frontend import (
     shapes,
 )
 from tidu_compile.frontend.autograd import grad
+from tidu_compile.frontend.composite import function
 from tidu_compile.frontend.elementwise import compare
-from tidu_compile.frontend.function import function
 from tidu_compile.frontend.state import (
     get_default_executor,
     no_grad,

@@ -1,5 +1,5 @@
-// RUN: convert-arith-to-llvm
-// RUN: convert-arith-to-llvm{contract=false} --check-prefix=EXACT
+// RUN: xdsl-opt -p convert-arith-to-llvm %s | filecheck %s
+// RUN: xdsl-opt -p "convert-arith-to-llvm{contract=false}" %s | filecheck %s --check-prefix=EXACT
 
 // CHECK-LABEL: func.func @float_ops
 // CHECK-NEXT:    %0 = llvm.fadd %a, %b {fastmathFlags = #llvm.fastmath<contract>} : f64

@@ -1,4 +1,4 @@
-// RUN: convert-math-to-llvm
+// RUN: xdsl-opt -p convert-math-to-llvm %s | filecheck %s
 
 // A libm declaration is added once for the functions LLVM has no intrinsic for.
 // CHECK:       llvm.func @expm1f(f32) -> f32
