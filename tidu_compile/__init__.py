@@ -34,6 +34,7 @@ from tidu_compile.executors.reference import ReferenceExecutor
 from tidu_compile.frontend import (
     FUNCTIONS,
     Tensor,
+    TracedValueError,
     function,
     get_default_executor,
     grad,
@@ -71,6 +72,7 @@ __all__ = [
     "Linearized", "LinearizedGraph", "Local", "Name", "OperationKey", "OperationNode", "Primary",
     "Primitive", "PrimitiveBuilder", "PrimitiveGraph", "PrimitiveValue", "ProducedDef",
     "RecordedGraph", "Recorder", "ReferenceExecutor", "ResolvedView", "Tensor", "Trace",
+    "TracedValueError",
     "ValueNode", "backward", "evaluate_graph", "function", "get_default_executor", "grad",
     "func", "linear_transpose", "linear_transpose_with_builder", "linearize", "no_grad",
     "resolve",

@@ -8,6 +8,7 @@
     tidu-compile cache info
     tidu-compile cache clear
     tidu-compile bench --quick --workload W1,W3 --json out.json
+    tidu-compile demo --example logistic_regression
 
 ``dump``, ``opt --emit`` and ``passes`` read the executor's stage table
 (``compiler.stages``): they show the IR and the passes the executor compiles with.
@@ -290,6 +291,13 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("action", choices=("info", "clear"))
     cache.add_argument("--dir", help="cache directory (default: the user cache directory)")
     cache.set_defaults(run=command_cache)
+
+    from tidu_compile.tools.demo import add_arguments as add_demo_arguments
+    from tidu_compile.tools.demo import cli_command as command_demo
+
+    demo = sub.add_parser("demo", help="check (and train) a built-in example's gradients")
+    add_demo_arguments(demo)
+    demo.set_defaults(run=command_demo)
 
     from tidu_compile.tools.bench.main import add_arguments as add_bench_arguments
     from tidu_compile.tools.bench.main import cli_command as command_bench

@@ -3,9 +3,11 @@
 The function modules, each with its ``__all__``: ``elementwise`` (generated from the op
 table, plus ``where``, ``power``, ...), ``composites`` (``abs``, ``clip``, ``sinc``,
 ...), ``activations`` (``sigmoid``, ``relu``, ``softplus``, ``gelu``, ``erf``),
-``reductions``, ``shapes``, ``linalg``, and ``promotion`` (``astype``,
-``broadcast_to``). ``FUNCTIONS`` maps every public function
-name to its function; ``tidu_compile`` exports them all.
+``comparisons``, ``reductions``, ``shapes``, ``linalg``, ``creation`` (constant
+constructors) and ``promotion`` (``astype``, ``broadcast_to``). ``FUNCTIONS`` maps every
+public function name to its function; ``tidu_compile`` exports them all,
+``tidu_compile.numpy`` those numpy has. ``Tensor``'s methods and numpy's calls on tensors
+(``dispatch``) find them here by name.
 """
 
 from collections.abc import Callable
@@ -13,7 +15,9 @@ from typing import Any
 
 from tidu_compile.frontend import (
     activations,
+    comparisons,
     composites,
+    creation,
     elementwise,
     linalg,
     promotion,
@@ -29,7 +33,7 @@ from tidu_compile.frontend.state import (
     set_default_executor,
     use_executor,
 )
-from tidu_compile.frontend.tensor import Tensor, tensor
+from tidu_compile.frontend.tensor import Tensor, TracedValueError, tensor
 
 _PUBLIC_PROMOTION = ("astype", "broadcast_to")
 
@@ -42,13 +46,15 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **{name: getattr(reductions, name) for name in reductions.__all__
        if name != "normalize_axes"},
     **{name: getattr(shapes, name) for name in shapes.__all__},
+    **{name: getattr(comparisons, name) for name in comparisons.__all__},
     **{name: getattr(linalg, name) for name in linalg.__all__},
+    **{name: getattr(creation, name) for name in creation.__all__},
     **{name: getattr(promotion, name) for name in _PUBLIC_PROMOTION},
 }  # fmt: skip
 globals().update(FUNCTIONS)
 
 __all__ = [
-    "FUNCTIONS", "Tensor", "compare", "tensor", "function", "grad", "no_grad",
+    "FUNCTIONS", "Tensor", "TracedValueError", "compare", "tensor", "function", "grad", "no_grad",
     "get_default_executor",
     "set_default_executor", "use_executor", *FUNCTIONS,
 ]  # fmt: skip

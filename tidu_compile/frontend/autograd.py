@@ -23,6 +23,11 @@ def _seed_for(output: Tensor, seed: Any) -> np.ndarray:
                 f"seed: the output has shape {output.shape}; a seed is required for a "
                 "non-scalar output"
             )
+        if output.dtype.kind == "c":
+            raise ValueError(
+                "seed: the output is complex; a gradient is implied only for a real scalar "
+                "output (as in PyTorch): pass a seed, or differentiate a real function of it"
+            )
         return np.ones((), dtype=output.dtype)
     array = seed.numpy() if isinstance(seed, Tensor) else np.asarray(seed)
     if array.shape != output.shape:

@@ -15,7 +15,7 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.frontend.state import current_capture
-from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
+from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor, contains_tensor
 from tidu_compile.ops.base import complex_dtype_of
 
 __all__ = [
@@ -29,6 +29,8 @@ def _operand_dtype(value: Any) -> Any:
         return value.dtype
     if isinstance(value, (bool, int, float, complex)):
         return value  # the value, not its type: numpy (NEP 50) keeps only values weak
+    if contains_tensor(value):
+        as_tensor(value)  # raises: a list of tensors is not an operand
     return np.asarray(value).dtype
 
 
@@ -52,6 +54,11 @@ def astype(x: Tensor, dtype: Any) -> Tensor:
     target = np.dtype(dtype)
     if x.dtype == target:
         return x
+    capture = current_capture()
+    if x.dtype == np.bool_ and target.kind in "fc" and capture and capture.is_traced(x):
+        # A mask computed from the arguments must stay in the traced graph: 1 where true.
+        ones, zeros = Tensor(np.ones(x.shape, target)), Tensor(np.zeros(x.shape, target))
+        return apply1(ops.Select(), x, ones, zeros)
     if not tracked(x) or target.kind not in "fc":
         return Tensor(x.numpy().astype(target))
     source = x.dtype.name
