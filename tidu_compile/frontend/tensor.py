@@ -269,8 +269,6 @@ class Tensor:
     def __rpow__(self, base: Any) -> Tensor:
         return function_named("power", "x ** tensor")(base, self)  # type: ignore[no-any-return]
 
-    def __rpow__(self, base: Any) -> Tensor:
-        return _functions().power(base, self)
 
     def __matmul__(self, other: Any) -> Tensor:
         return _functions().matmul(self, other)
