@@ -1,4 +1,5 @@
-"""Chunked kernels on several threads: shared rows, private partial sums, odd splits."""
+"""Chunked kernels on several threads: shared rows, private partial sums, odd splits,
+chunks claimed by whichever thread asks next."""
 
 from __future__ import annotations
 
@@ -23,10 +24,15 @@ def broadcast_loss(a: tc.Tensor, v: tc.Tensor, w: tc.Tensor) -> tc.Tensor:
     return tc.sum(tc.exp(tc.tanh(a - v) * w) ** 2)
 
 
-@pytest.mark.parametrize("threads", [1, 2, 3, 7])
-def test_threaded_kernels_match_reference(threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("threads", "chunk_work"), [(1, None), (2, None), (3, None), (7, None),
+                                                    (2, 1)])  # fmt: skip
+def test_threaded_kernels_match_reference(
+    threads: int, chunk_work: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TIDU_COMPILE_THREADS", str(threads))
     monkeypatch.setattr(parallel, "PARALLEL_WORK", 1)  # split every chunked kernel
+    if chunk_work is not None:  # as many chunks as allowed: CHUNKS_PER_THREAD per thread
+        monkeypatch.setattr(parallel, "CHUNK_WORK", chunk_work)
     rng = np.random.default_rng(threads)
     rows, cols = 301, 257  # rows not divisible by the thread counts
     a = tc.tensor(rng.standard_normal((rows, cols)), requires_grad=True)
@@ -76,13 +82,13 @@ def test_work_counts_the_expanded_math() -> None:
 def test_only_costly_kernels_use_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TIDU_COMPILE_THREADS", "2")
     used: list[int] = []
-    real_pool = parallel._get_pool  # noqa: SLF001
+    real_workers = parallel._get_workers  # noqa: SLF001
 
     def spy(workers: int) -> object:
         used.append(workers)
-        return real_pool(workers)
+        return real_workers(workers)
 
-    monkeypatch.setattr(parallel, "_get_pool", spy)
+    monkeypatch.setattr(parallel, "_get_workers", spy)
     x = tc.tensor(np.linspace(-1.0, 1.0, 4096), requires_grad=True)
     loss = tc.function(lambda t: tc.sum(tc.tanh(t) * t))(x)
     executor = CompiledExecutor(False)
@@ -93,6 +99,53 @@ def test_only_costly_kernels_use_the_pool(monkeypatch: pytest.MonkeyPatch) -> No
     got = tc.grad(loss, [x], executor=CompiledExecutor(False))
     assert used == [1]  # one pool thread beside the calling one
     np.testing.assert_allclose(got[0], want[0], rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("extent", "chunks"), [(1000, 3), (64 * 8, 8), (64 * 8 - 1, 8), (5, 5), (7, 2), (10**6, 8)]
+)
+def test_chunk_bounds_cover_the_rows(extent: int, chunks: int) -> None:
+    bounds = parallel.chunk_bounds(extent, chunks)
+    assert len(bounds) == chunks + 1 and bounds[0] == 0 and bounds[-1] == extent
+    assert all(lo < hi for lo, hi in zip(bounds, bounds[1:], strict=False))
+    if extent >= 64 * chunks:
+        assert all(b % 64 == 0 for b in bounds[:-1])
+
+
+def test_chunk_count() -> None:
+    chunk = parallel.CHUNK_WORK
+    assert parallel.chunk_count(10**6, chunk, 2, has_partial=False) == 2  # at least a thread's
+    assert parallel.chunk_count(10**6, 5 * chunk, 2, has_partial=False) == 5
+    assert parallel.chunk_count(10**6, 10**3 * chunk, 2, has_partial=False) == (
+        2 * parallel.CHUNKS_PER_THREAD)  # fmt: skip
+    assert parallel.chunk_count(3, 10**3 * chunk, 2, has_partial=False) == 3  # rows bound it
+    assert parallel.chunk_count(10**6, 10**3 * chunk, 2, has_partial=True) == 2
+
+
+def test_every_chunk_runs_once_and_errors_reach_the_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TIDU_COMPILE_THREADS", "3")
+    ranges: list[tuple[int, int]] = []
+
+    def kernel(out: int, lo: int, hi: int) -> None:
+        time.sleep(0.001)  # lets the workers claim chunks too
+        ranges.append((lo, hi))
+
+    out = np.zeros(10)
+    parallel.run_chunked(kernel, [], [out], (), 1000, 10**9, id)
+    assert sorted(ranges) == list(zip(parallel.chunk_bounds(1000, 12)[:-1],
+                                      parallel.chunk_bounds(1000, 12)[1:], strict=True))
+
+    def failing(out: int, lo: int, hi: int) -> None:
+        if lo > 0:
+            raise RuntimeError(f"chunk at {lo} failed")
+
+    with pytest.raises(RuntimeError, match="chunk at"):
+        parallel.run_chunked(failing, [], [out], (), 1000, 10**9, id)
+    ranges.clear()
+    parallel.run_chunked(kernel, [], [out], (), 1000, 10**9, id)  # the workers still serve
+    assert len(ranges) == 12
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -1,16 +1,28 @@
 """Running a chunked kernel on several threads.
 
 A chunked kernel computes rows ``[lo, hi)`` of its domain's dimension 0. Costly kernels
-(``KernelStep.work >= PARALLEL_WORK``) are split into one chunk per thread: the calling
-thread runs one, a small process-wide pool runs the others (ctypes releases the GIL
-during the native call). Waking a pool thread costs tens of microseconds here, so a
-kernel is split only when it runs for about 0.15 ms or more on one thread: a tanh
-backward over 256x512 elements takes 22 us on one thread and 61 us on two. Outputs
-that the kernel sums over dimension 0 are private per chunk and added up afterwards;
-every other output is shared (chunks write disjoint rows).
+(``KernelStep.work >= PARALLEL_WORK``) are cut into chunks that the calling thread and
+a few long-lived worker threads claim one at a time (ctypes releases the GIL during the
+native call) until none is left:
+
+* the calling thread starts on the first chunk at once: waking a worker costs 10-100 us
+  on a 2-vCPU VM (more when the other vCPU is busy), and a worker that wakes late
+  simply claims fewer chunks instead of holding everyone up, as it did when the rows
+  were split once into equal halves;
+* a chunk is about ``CHUNK_WORK`` (~50 us of one thread), at least one per thread and
+  at most ``CHUNKS_PER_THREAD`` per thread; chunk bounds are multiples of 64 rows where
+  that leaves every chunk some rows, so vector loops seldom end in a remainder;
+* a worker waits on a lock of its own; handing it a job is one lock release (no
+  futures, no queues).
+
+Outputs that the kernel sums over dimension 0 are private per chunk and added up
+afterwards (such kernels are cut into one chunk per thread); every other output is
+shared (chunks write disjoint rows). Measured on the W1 backward kernel, n = 1e5 f64,
+2 vCPUs: one thread 440 us, two threads 1.0 ms (equal halves, thread-pool futures)
+before, ~260 us now.
 
 ``TIDU_COMPILE_THREADS`` sets the thread count (default: the CPUs this process may use,
-at most 8); 1 turns threading off. A forked child starts a pool of its own (the
+at most 8); 1 turns threading off. A forked child starts workers of its own (the
 parent's threads do not exist there).
 """
 
@@ -19,19 +31,23 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-__all__ = ["PARALLEL_WORK", "run_chunked", "thread_count"]
+__all__ = ["CHUNK_WORK", "PARALLEL_WORK", "run_chunked", "thread_count"]
 
-#: Estimated work (elements x loop-body operations) from which a kernel runs on several
-#: threads; about 0.15 ms of one thread's time for f64 math on the benchmark machine.
-PARALLEL_WORK = 10_000_000
+#: Estimated work (elements x loop-body operations, see ``KernelStep.work``) from which a
+#: kernel runs on several threads: about 0.1 ms of one thread's time for f64 math on the
+#: benchmark machine.
+PARALLEL_WORK = 6_000_000
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+#: Work per chunk: about 50 us of one thread, several times the cost of claiming one.
+CHUNK_WORK = 3_000_000
+
+CHUNKS_PER_THREAD = 4
+
+_ALIGN = 64  # rows: chunk bounds are multiples of this when every chunk still gets rows
 
 
 def thread_count() -> int:
@@ -46,23 +62,111 @@ def thread_count() -> int:
     return max(1, min(8, len(os.sched_getaffinity(0))))
 
 
-def _forget_pool() -> None:
-    """In a forked child: the parent's pool threads do not exist there (submitting to
-    that pool would wait forever), so start afresh."""
-    global _pool, _pool_lock
-    _pool = None
-    _pool_lock = threading.Lock()
+class _Job:
+    """Chunks of one kernel call, claimed by whichever thread asks next."""
+
+    def __init__(self, run_chunk: Callable[[int], None], count: int) -> None:
+        self.run_chunk = run_chunk
+        self.count = count
+        self.claimed = 0
+        self.finished_chunks = 0
+        self.error: BaseException | None = None
+        self.lock = threading.Lock()
+        self.done = threading.Lock()
+        self.done.acquire()  # released when the last chunk finishes
+
+    def work(self) -> None:
+        """Run chunks until none is left to claim."""
+        while True:
+            with self.lock:
+                index = self.claimed
+                if index >= self.count:
+                    return
+                self.claimed = index + 1
+            try:
+                self.run_chunk(index)
+            except BaseException as error:  # noqa: BLE001 - re-raised by the caller
+                self.error = self.error or error
+            with self.lock:
+                self.finished_chunks += 1
+                if self.finished_chunks == self.count:
+                    self.done.release()
+
+    def wait(self) -> None:
+        """Block until every chunk has run; re-raise the first error of any chunk."""
+        self.done.acquire()
+        if self.error is not None:
+            raise self.error
 
 
-os.register_at_fork(after_in_child=_forget_pool)
+class _Worker:
+    """A daemon thread that joins the jobs handed to it, one at a time."""
+
+    def __init__(self, number: int) -> None:
+        self._wake = threading.Lock()
+        self._wake.acquire()
+        self._slot = threading.Lock()
+        self._job: _Job | None = None
+        self._pending = False
+        thread = threading.Thread(target=self._loop, name=f"tidu-kernel-{number}", daemon=True)
+        thread.start()
+
+    def submit(self, job: _Job) -> None:
+        """Offer ``job``; a job still waiting for this worker is replaced (its caller
+        only returns once all its chunks ran, so it needs no more help)."""
+        with self._slot:
+            self._job = job
+            if not self._pending:
+                self._pending = True
+                self._wake.release()
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.acquire()
+            with self._slot:
+                job, self._job = self._job, None
+                self._pending = False
+            if job is not None:
+                job.work()
 
 
-def _get_pool(workers: int) -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool._max_workers < workers:  # noqa: SLF001 - grow only
-            _pool = ThreadPoolExecutor(workers, thread_name_prefix="tidu-kernel")
-        return _pool
+_workers: list[_Worker] = []
+_workers_lock = threading.Lock()
+
+
+def _get_workers(count: int) -> list[_Worker]:
+    with _workers_lock:
+        while len(_workers) < count:
+            _workers.append(_Worker(len(_workers) + 1))
+        return _workers[:count]
+
+
+def _forget_workers() -> None:
+    """In a forked child: the parent's worker threads do not exist there (a job handed
+    to one would wait forever), so start afresh."""
+    global _workers_lock
+    _workers.clear()
+    _workers_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
+
+
+def chunk_bounds(extent: int, chunks: int) -> list[int]:
+    """``chunks + 1`` increasing row bounds from 0 to ``extent``, multiples of 64 rows
+    when every chunk still gets some."""
+    align = _ALIGN if extent >= _ALIGN * chunks else 1
+    units = extent // align
+    bounds = [units * i // chunks * align for i in range(chunks)]
+    return [*bounds, extent]
+
+
+def chunk_count(extent: int, work: int, threads: int, has_partial: bool) -> int:
+    """How many chunks a kernel of ``work`` over ``extent`` rows is cut into."""
+    if has_partial:
+        return min(threads, extent)
+    wanted = max(threads, min(threads * CHUNKS_PER_THREAD, work // CHUNK_WORK))
+    return min(wanted, extent)
 
 
 def run_chunked(
@@ -80,25 +184,29 @@ def run_chunked(
     """
     threads = min(thread_count(), extent) if work >= PARALLEL_WORK else 1
     in_args = [to_argument(a) for a in inputs]
+    out_args = [to_argument(o) for o in outputs]
     if threads <= 1:
-        call(*in_args, *(to_argument(o) for o in outputs), 0, extent)
+        call(*in_args, *out_args, 0, extent)
         return
-    bounds = np.linspace(0, extent, threads + 1).astype(int)
-    chunk_outputs = [outputs]
-    for _ in range(threads - 1):
-        chunk_outputs.append(
-            [np.empty_like(o) if j in partial else o for j, o in enumerate(outputs)]
-        )
+    chunks = chunk_count(extent, work, threads, bool(partial))
+    bounds = chunk_bounds(extent, chunks)
+    private: list[list[np.ndarray]] = [
+        [np.empty_like(outputs[j]) for j in partial] for _ in range(chunks - 1)
+    ]
 
-    def run(index: int) -> None:
-        out_args = [to_argument(o) for o in chunk_outputs[index]]
-        call(*in_args, *out_args, int(bounds[index]), int(bounds[index + 1]))
+    def run_chunk(index: int) -> None:
+        args = out_args
+        if partial and index:
+            args = list(out_args)
+            for j, copy in zip(partial, private[index - 1], strict=True):
+                args[j] = to_argument(copy)
+        call(*in_args, *args, bounds[index], bounds[index + 1])
 
-    pool = _get_pool(threads - 1)
-    futures = [pool.submit(run, i) for i in range(1, threads)]
-    run(0)
-    for future in futures:
-        future.result()
-    for j in partial:
-        for copy in chunk_outputs[1:]:
-            np.add(outputs[j], copy[j], out=outputs[j])
+    job = _Job(run_chunk, chunks)
+    for worker in _get_workers(threads - 1):
+        worker.submit(job)
+    job.work()
+    job.wait()
+    for copies in private:
+        for j, copy in zip(partial, copies, strict=True):
+            np.add(outputs[j], copy, out=outputs[j])
