@@ -31,6 +31,7 @@ def test_threaded_kernels_match_reference(
 ) -> None:
     monkeypatch.setenv("TIDU_COMPILE_THREADS", str(threads))
     monkeypatch.setattr(parallel, "PARALLEL_WORK", 1)  # split every chunked kernel
+    monkeypatch.setattr(parallel.ChunkedKernel, "threaded_next", lambda self: True)
     if chunk_work is not None:  # as many chunks as allowed: CHUNKS_PER_THREAD per thread
         monkeypatch.setattr(parallel, "CHUNK_WORK", chunk_work)
     rng = np.random.default_rng(threads)
@@ -96,8 +97,11 @@ def test_only_costly_kernels_use_the_pool(monkeypatch: pytest.MonkeyPatch) -> No
     (work,) = [s.work for s in _kernel_steps(executor)]
     assert work < parallel.PARALLEL_WORK and used == []
     monkeypatch.setattr(parallel, "PARALLEL_WORK", work)  # read when a plan is bound
-    got = tc.grad(loss, [x], executor=CompiledExecutor(False))
-    assert used == [1]  # one pool thread beside the calling one
+    threaded = CompiledExecutor(False)
+    got = tc.grad(loss, [x], executor=threaded)  # probes one thread first
+    assert used == []
+    got = tc.grad(loss, [x], executor=threaded)  # then all threads
+    assert used == [1]  # one worker thread beside the calling one
     np.testing.assert_allclose(got[0], want[0], rtol=1e-15)
 
 
@@ -153,6 +157,7 @@ def test_a_forked_child_runs_threaded_kernels(monkeypatch: pytest.MonkeyPatch) -
     """The parent's pool threads do not exist in a child: it must not wait for them."""
     monkeypatch.setenv("TIDU_COMPILE_THREADS", "2")
     monkeypatch.setattr(parallel, "PARALLEL_WORK", 1)
+    monkeypatch.setattr(parallel.ChunkedKernel, "threaded_next", lambda self: True)
     x = tc.tensor(np.linspace(-1.0, 1.0, 4096), requires_grad=True)
     loss = tc.function(lambda t: tc.sum(tc.tanh(t) * tc.exp(t)))(x)
     executor = CompiledExecutor(False)
@@ -174,3 +179,60 @@ def test_a_forked_child_runs_threaded_kernels(monkeypatch: pytest.MonkeyPatch) -
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     pytest.fail("the forked child hung on the kernel thread pool")
+
+
+def test_chunked_kernel_probes_then_keeps_the_faster_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Alternate while probing, then the way with the better recent time, the other one
+    retried every RETRY_EVERY calls. Time is a fake clock: threaded runs take 3, single 5
+    (then the roles swap)."""
+    monkeypatch.setenv("TIDU_COMPILE_THREADS", "2")
+    clock = [0.0]
+    cost = {True: 3.0, False: 5.0}
+    ways: list[bool] = []
+
+    def fake_run(*args: object) -> None:
+        workers = args[7]
+        ways.append(bool(workers))
+        clock[0] += cost[bool(workers)]
+
+    def single(*args: object) -> None:
+        ways.append(False)
+        clock[0] += cost[False]
+
+    monkeypatch.setattr(parallel, "_run", fake_run)
+    monkeypatch.setattr(parallel.time, "perf_counter", lambda: clock[0])
+    kernel = parallel.ChunkedKernel(single, (), 1000, 10**9, id)
+    out = np.zeros(4)
+    for _ in range(2 * kernel.PROBES):
+        kernel([], [out])
+    assert ways == [False, True] * kernel.PROBES
+    ways.clear()
+    for _ in range(kernel.RETRY_EVERY):
+        kernel([], [out])
+    assert ways.count(False) == 1 and ways[kernel.RETRY_EVERY - 2 * kernel.PROBES] is False
+    cost[True], cost[False] = 9.0, 1.0  # load changed: threads now lose
+    ways.clear()
+    for _ in range(3 * kernel.RETRY_EVERY):
+        kernel([], [out])
+    assert ways[-kernel.RETRY_EVERY :].count(True) == 1  # only the retry
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_partial_sums_do_not_depend_on_the_way(
+    threaded: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One thread or two, a kernel with partial sums is cut into the same chunks: the
+    gradients are bit for bit the same."""
+    monkeypatch.setenv("TIDU_COMPILE_THREADS", "2")
+    monkeypatch.setattr(parallel, "PARALLEL_WORK", 1)
+    rng = np.random.default_rng(5)
+    a = tc.tensor(rng.standard_normal((301, 257)), requires_grad=True)
+    v = tc.tensor(rng.standard_normal(257), requires_grad=True)
+    w = tc.tensor(rng.standard_normal((301, 1)), requires_grad=True)
+    loss = broadcast_loss(a, v, w)
+    monkeypatch.setattr(parallel.ChunkedKernel, "threaded_next", lambda self: True)
+    want = tc.grad(loss, [a, v, w], executor=CompiledExecutor(False))
+    monkeypatch.setattr(parallel.ChunkedKernel, "threaded_next", lambda self: threaded)
+    got = tc.grad(loss, [a, v, w], executor=CompiledExecutor(False))
+    for g, r in zip(got, want, strict=True):
+        assert np.array_equal(g, r)

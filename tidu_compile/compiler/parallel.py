@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CHUNK_WORK", "PARALLEL_WORK", "run_chunked", "thread_count"]
+__all__ = ["CHUNK_WORK", "PARALLEL_WORK", "ChunkedKernel", "run_chunked", "thread_count"]
 
 #: Estimated work (elements x loop-body operations, see ``KernelStep.work``) from which a
 #: kernel runs on several threads: about 0.1 ms of one thread's time for f64 math on the
@@ -169,26 +170,18 @@ def chunk_count(extent: int, work: int, threads: int, has_partial: bool) -> int:
     return min(wanted, extent)
 
 
-def run_chunked(
+def _run(
     call: Callable[..., Any],
-    inputs: Sequence[Any],
+    in_args: list[int],
+    out_args: list[int],
     outputs: list[np.ndarray],
     partial: Sequence[int],
     extent: int,
-    work: int,
+    chunks: int,
+    workers: int,
     to_argument: Callable[[Any], int],
 ) -> None:
-    """Run ``call(*inputs, *outputs, lo, hi)`` over ``[0, extent)``, in parallel if large.
-
-    ``outputs[j]`` for ``j in partial`` are summed over the chunks' private copies.
-    """
-    threads = min(thread_count(), extent) if work >= PARALLEL_WORK else 1
-    in_args = [to_argument(a) for a in inputs]
-    out_args = [to_argument(o) for o in outputs]
-    if threads <= 1:
-        call(*in_args, *out_args, 0, extent)
-        return
-    chunks = chunk_count(extent, work, threads, bool(partial))
+    """Run ``chunks`` chunks on the calling thread and ``workers`` worker threads."""
     bounds = chunk_bounds(extent, chunks)
     private: list[list[np.ndarray]] = [
         [np.empty_like(outputs[j]) for j in partial] for _ in range(chunks - 1)
@@ -203,10 +196,99 @@ def run_chunked(
         call(*in_args, *args, bounds[index], bounds[index + 1])
 
     job = _Job(run_chunk, chunks)
-    for worker in _get_workers(threads - 1):
+    for worker in _get_workers(workers):
         worker.submit(job)
     job.work()
     job.wait()
     for copies in private:
         for j, copy in zip(partial, copies, strict=True):
             np.add(outputs[j], copy, out=outputs[j])
+
+
+def run_chunked(
+    call: Callable[..., Any],
+    inputs: Sequence[Any],
+    outputs: list[np.ndarray],
+    partial: Sequence[int],
+    extent: int,
+    work: int,
+    to_argument: Callable[[Any], int],
+) -> None:
+    """Run ``call(*inputs, *outputs, lo, hi)`` over ``[0, extent)``, on all threads if
+    ``work >= PARALLEL_WORK``. ``outputs[j]`` for ``j in partial`` are summed over the
+    chunks' private copies."""
+    threads = min(thread_count(), extent) if work >= PARALLEL_WORK else 1
+    in_args = [to_argument(a) for a in inputs]
+    out_args = [to_argument(o) for o in outputs]
+    if threads <= 1:
+        call(*in_args, *out_args, 0, extent)
+        return
+    chunks = chunk_count(extent, work, threads, bool(partial))
+    _run(call, in_args, out_args, outputs, partial, extent, chunks, threads - 1, to_argument)
+
+
+class ChunkedKernel:
+    """A costly chunked kernel that runs on all threads or on the calling one alone,
+    whichever its own recent calls found faster.
+
+    Two threads are not always faster: on a 2-vCPU VM whose vCPUs share one core's FP
+    units (or when another process keeps the second vCPU busy), an FP-bound kernel runs
+    no faster on two threads and pays the hand-off. So the first ``PROBES`` calls of
+    each way alternate, then the way with the lower best-of-recent time is used, the
+    other one retried once every ``RETRY_EVERY`` calls (load changes). A kernel with
+    partial sums is cut into the same chunks either way (run one after the other on
+    one thread), so its results do not depend on the choice.
+
+    ``kernel(inputs, outputs)`` runs it; the argument lists are as for ``run_chunked``.
+    """
+
+    PROBES = 2
+    RETRY_EVERY = 32
+    KEEP = 4  # recent times kept per way
+
+    def __init__(
+        self,
+        call: Callable[..., Any],
+        partial: Sequence[int],
+        extent: int,
+        work: int,
+        to_argument: Callable[[Any], int],
+    ) -> None:
+        self.call = call
+        self.partial = tuple(partial)
+        self.extent = extent
+        self.work = work
+        self.to_argument = to_argument
+        self.calls = 0
+        self.times: dict[bool, list[float]] = {False: [], True: []}  # threaded? -> seconds
+
+    def threaded_next(self) -> bool:
+        """Whether the next call runs on all threads (and counts it)."""
+        calls = self.calls
+        self.calls = calls + 1
+        if calls < 2 * self.PROBES:
+            return calls % 2 == 1
+        best = min(self.times[True]) <= min(self.times[False])
+        return not best if calls % self.RETRY_EVERY == 0 else best
+
+    def __call__(self, inputs: Sequence[Any], outputs: list[np.ndarray]) -> None:
+        threads = min(thread_count(), self.extent) if self.work >= PARALLEL_WORK else 1
+        to_argument = self.to_argument
+        in_args = [to_argument(a) for a in inputs]
+        out_args = [to_argument(o) for o in outputs]
+        if threads <= 1:
+            self.call(*in_args, *out_args, 0, self.extent)
+            return
+        threaded = self.threaded_next()
+        start = time.perf_counter()
+        if threaded or self.partial:
+            chunks = chunk_count(self.extent, self.work, threads, bool(self.partial))
+            workers = threads - 1 if threaded else 0
+            _run(self.call, in_args, out_args, outputs, self.partial, self.extent, chunks,
+                 workers, to_argument)  # fmt: skip
+        else:
+            self.call(*in_args, *out_args, 0, self.extent)
+        recent = self.times[threaded]
+        recent.append(time.perf_counter() - start)
+        if len(recent) > self.KEEP:
+            del recent[0]
