@@ -104,7 +104,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from .errors import LoweringError
-from .tidu_complex_lowering import COMPLEX_LOWERINGS, Scalar
+from .tidu_complex_lowering import Scalar, complex_lowering
 from .tidu_scalar_lowering import PASS_NAME, Emit, constant, lower_scalar_op
 
 REASSOC = FastMathFlagsAttr([FastMathFlag.REASSOC])
@@ -143,7 +143,7 @@ def lower_body_op(op: Operation, args: Sequence[Scalar], emit: Emit) -> list[Sca
     types = (*op.operand_types, *op.result_types)
     if not any(isinstance(t, ComplexType) for t in types):
         return [(v,) for v in lower_scalar_op(op, [a[0] for a in args], emit)]
-    rule = COMPLEX_LOWERINGS.get(type(op))
+    rule = complex_lowering(op)
     if rule is None:
         raise LoweringError(PASS_NAME, op.name, "no lowering rule for complex scalars in a "
                             "tidu.kernel body")

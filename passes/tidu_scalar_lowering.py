@@ -1,10 +1,13 @@
 """The scalar half of ``tidu-lower-to-loops``: one table from tidu op to arith/math.
 
 Inside a ``tidu.kernel`` body the tidu ops compute on element scalars (f32, f64,
-i1). ``SCALAR_LOWERINGS`` maps each op class to a builder that receives the op,
-its operands already lowered, and an ``emit`` callback that inserts one standard op
-at the current position and returns it; the builder returns the lowered results.
-A tidu op without a row, or with complex scalars, raises ``LoweringError``.
+i1). ``SCALAR_LOWERINGS`` maps each primitive class (the op table's key, see
+``tidu_compile.ops``) to a builder that receives the dialect op, its operands already
+lowered, and an ``emit`` callback that inserts one standard op at the current position
+and returns it; the builder returns the lowered results. This row is all the compiler
+needs of a new elementwise op: ``tidu-fuse-elementwise`` admits exactly the ops with a
+row (``is_fusible``). A tidu op without a row, or with complex scalars, raises
+``LoweringError``.
 
     %p = tidu.mul %a, %b : f64          %p = arith.mulf %a, %b : f64
     %e = tidu.exp %p : f64        ->    %e = math.exp %p : f64
@@ -24,10 +27,14 @@ from collections.abc import Callable, Sequence
 
 from tidu_compile.dialects import tidu_constant
 from tidu_compile.dialects import tidu_elementwise as ew
+from tidu_compile.dialects.tidu import primitive_class
 from tidu_compile.dialects.tidu_base import is_complex_element
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr, i1
 from xdsl.ir import Attribute, Operation, SSAValue
+
+from tidu_compile import ops
+from tidu_compile.ops import TensorOp
 
 from .errors import LoweringError
 
@@ -156,42 +163,88 @@ def _convert(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SS
     return emit(arith.TruncFOp(args[0], target)).results
 
 
+def _log1p(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    """``log1p(x) = x * log(u) / (u - 1)`` with ``u = 1 + x`` (Goldberg): the rounding
+    of ``u`` cancels; ``x`` where ``u == 1``, ``u`` where ``u`` is inf. Built on
+    ``math.log``, which ``expand-math-polynomials`` vectorizes."""
+    x = args[0]
+    one = constant(emit, 1.0, x.type)
+    u = emit(arith.AddfOp(one, x)).results[0]
+    ratio = emit(arith.DivfOp(x, emit(arith.SubfOp(u, one)).results[0])).results[0]
+    value: SSAValue = emit(arith.MulfOp(emit(math.LogOp(u)).results[0], ratio)).results[0]
+    inf = constant(emit, float("inf"), x.type)
+    value = _select_if(emit, u, "oeq", inf, u, value)
+    return [_select_if(emit, u, "oeq", one, x, value)]
+
+
+def _expm1(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    """``expm1(x) = (u - 1) * x / log(u)`` with ``u = exp(x)`` (Kahan): ``x`` where
+    ``u == 1``, -1 where ``u - 1 == -1``, ``u`` where ``u`` is inf."""
+    x = args[0]
+    one = constant(emit, 1.0, x.type)
+    u = emit(math.ExpOp(x)).results[0]
+    um1 = emit(arith.SubfOp(u, one)).results[0]
+    ratio = emit(arith.DivfOp(x, emit(math.LogOp(u)).results[0])).results[0]
+    value: SSAValue = emit(arith.MulfOp(um1, ratio)).results[0]
+    value = _select_if(emit, u, "oeq", constant(emit, float("inf"), x.type), u, value)
+    minus_one = constant(emit, -1.0, x.type)
+    value = _select_if(emit, um1, "oeq", minus_one, minus_one, value)
+    return [_select_if(emit, u, "oeq", one, x, value)]
+
+
+def _select_if(
+    emit: Emit, a: SSAValue, predicate: str, b: SSAValue, then: SSAValue, otherwise: SSAValue
+) -> SSAValue:
+    """``then if a <predicate> b else otherwise`` (an ``arith.cmpf`` and a select)."""
+    condition = emit(arith.CmpfOp(a, b, predicate)).results[0]
+    return emit(arith.SelectOp(condition, then, otherwise)).results[0]
+
+
 def _sincos(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
     return [emit(math.SinOp(args[0])).results[0], emit(math.CosOp(args[0])).results[0]]
 
 
-SCALAR_LOWERINGS: dict[type[Operation], ScalarLowering] = {
-    ew.AddOp: _binary(arith.AddfOp),
-    ew.SubOp: _binary(arith.SubfOp),
-    ew.MulOp: _binary(arith.MulfOp),
-    ew.DivOp: _binary(arith.DivfOp),
-    ew.MaximumOp: _binary(arith.MaximumfOp),
-    ew.CompareOp: _compare,
-    ew.SelectOp: _select,
-    ew.NegOp: _neg,
-    ew.ExpOp: _unary_math(math.ExpOp),
-    ew.LogOp: _unary_math(math.LogOp),
-    ew.SinOp: _unary_math(math.SinOp),
-    ew.CosOp: _unary_math(math.CosOp),
-    ew.TanhOp: _unary_math(math.TanhOp),
-    ew.SqrtOp: _unary_math(math.SqrtOp),
-    ew.SinCosOp: _sincos,
-    ew.ConjOp: _identity,
-    ew.RealOp: _identity,
-    ew.ImagOp: _imag,
-    ew.PowOp: _pow,
-    ew.ScaleOp: _scale,
-    ew.ShiftOp: _shift,
-    ew.FullLikeOp: _full_like,
-    tidu_constant.ConstantOp: _constant,
-    ew.ConvertOp: _convert,
+SCALAR_LOWERINGS: dict[type[TensorOp], ScalarLowering] = {
+    ops.Add: _binary(arith.AddfOp),
+    ops.Sub: _binary(arith.SubfOp),
+    ops.Mul: _binary(arith.MulfOp),
+    ops.Div: _binary(arith.DivfOp),
+    ops.Maximum: _binary(arith.MaximumfOp),
+    ops.Compare: _compare,
+    ops.Select: _select,
+    ops.Neg: _neg,
+    ops.Exp: _unary_math(math.ExpOp),
+    ops.Log: _unary_math(math.LogOp),
+    ops.Sin: _unary_math(math.SinOp),
+    ops.Cos: _unary_math(math.CosOp),
+    ops.Tanh: _unary_math(math.TanhOp),
+    ops.Sqrt: _unary_math(math.SqrtOp),
+    ops.Log1p: _log1p,
+    ops.Expm1: _expm1,
+    ops.SinCos: _sincos,
+    ops.Conj: _identity,
+    ops.Real: _identity,
+    ops.Imag: _imag,
+    ops.Pow: _pow,
+    ops.Scale: _scale,
+    ops.Shift: _shift,
+    ops.FullLike: _full_like,
+    ops.Constant: _constant,
+    ops.Convert: _convert,
 }
-"""tidu op class -> builder of its arith/math equivalent on real (or i1) scalars."""
+"""Primitive class -> builder of its dialect op's arith/math equivalent on real (or i1)
+scalars: the one lowering row an elementwise op needs."""
+
+
+def scalar_lowering(op: Operation) -> ScalarLowering | None:
+    """The rule lowering ``op`` on real or i1 scalars inside a kernel, or None."""
+    primitive = primitive_class(type(op))
+    return None if primitive is None else SCALAR_LOWERINGS.get(primitive)
 
 
 def lower_scalar_op(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
     """Lower one tidu op of a kernel body; ``LoweringError`` if there is no rule."""
-    rule = SCALAR_LOWERINGS.get(type(op))
+    rule = scalar_lowering(op)
     if rule is None:
         raise LoweringError(PASS_NAME, op.name, "no scalar lowering rule for this op in a "
                             "tidu.kernel body")
@@ -211,4 +264,5 @@ __all__ = [
     "ScalarLowering",
     "constant",
     "lower_scalar_op",
+    "scalar_lowering",
 ]

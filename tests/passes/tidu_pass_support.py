@@ -119,14 +119,14 @@ def _broadcast(array: np.ndarray, dims: Sequence[int], shape: Sequence[int]) -> 
 
 
 _UNARY: dict[type[Operation], Callable[[np.ndarray], np.ndarray]] = {
-    tidu.NegOp: np.negative, tidu.ExpOp: np.exp, tidu.LogOp: np.log, tidu.SinOp: np.sin,
-    tidu.CosOp: np.cos, tidu.TanhOp: np.tanh, tidu.SqrtOp: np.sqrt, tidu.ConjOp: np.conj,
-    tidu.RealOp: np.real, tidu.ImagOp: np.imag,
+    tidu.NegOp: np.negative, tidu.ConjOp: np.conj, tidu.RealOp: np.real, tidu.ImagOp: np.imag,
 }
 _BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    tidu.AddOp: np.add, tidu.SubOp: np.subtract, tidu.MulOp: np.multiply,
-    tidu.DivOp: np.divide, tidu.MaximumOp: np.maximum,
+    tidu.AddOp: np.add, tidu.MulOp: np.multiply,
 }
+for _op in tidu.GENERATED_OPS:  # the ops made from the op table: their numpy function
+    _numpy_fn = tidu.PRIMITIVE_OF_OP[_op].numpy_fn  # type: ignore[attr-defined]
+    (_UNARY if len(_op.get_irdl_definition().operands) == 1 else _BINARY)[_op] = _numpy_fn
 _COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
             "eq": np.equal, "ne": np.not_equal}
 

@@ -29,12 +29,12 @@ from typing import Any
 
 from tidu_compile.ad import LinearizedGraph, linear_transpose
 from tidu_compile.eager import RecordedGraph
-from tidu_compile.graph import Derived, Linearized, Local, ProducedDef, ValueKey, resolve
+from tidu_compile.graph import Derived, Local, ProducedDef, ValueKey, resolve
 from tidu_compile.ops.base import TensorType
 
 __all__ = [
     "ArgSource", "Instr", "MissingSavedValue", "NodeProgram", "UnsupportedNode", "build_program",
-    "infer_output_types", "prune_results",
+    "graph_program", "infer_output_types", "prune_results",
 ]
 
 
@@ -145,7 +145,7 @@ def build_program(
             f"seed_types: expected {len(transposed.tangent_inputs)}, got {len(seed_types)}"
         )
     if saved_order is None:
-        saved_order = list(recorded.input_keys) + list(recorded.output_keys)
+        saved_order = list(recorded.input_value_keys) + list(recorded.output_keys)
     view = resolve([linear.graph])
     types: list[TensorType] = []
     sources: list[ArgSource] = []
@@ -182,9 +182,7 @@ def build_program(
             if current in by_key:
                 continue
             definition = view.resolve_value(current)
-            if not isinstance(definition, ProducedDef) or isinstance(
-                definition.role, Linearized
-            ):
+            if not isinstance(definition, ProducedDef):
                 raise MissingSavedValue(
                     f"saved data: the backward program needs {current!r}, which was not saved"
                 )
@@ -208,6 +206,37 @@ def build_program(
 
     results = tuple(None if r is None else by_local[r] for r in transposed.tangent_outputs)
     return NodeProgram(tuple(sources), tuple(types), tuple(instrs), results)
+
+
+def graph_program(recorded: RecordedGraph, input_types: Sequence[TensorType]) -> NodeProgram:
+    """The program evaluating ``recorded`` itself: arguments are its inputs (``saved``
+    0, 1, ...), results its outputs. What forward mode and higher order run natively
+    (``CompiledExecutor.run_graph``)::
+
+        program(saved0: 8:float64, saved1: 8:float64) {
+          v2 = Exp()(v0)
+          v3 = Mul()(v2, v1)
+          return (v3,)
+        }
+    """
+    graph = recorded.graph
+    if len(input_types) != len(graph.inputs):
+        raise ValueError(f"input_types: expected {len(graph.inputs)}, got {len(input_types)}")
+    types = list(input_types)
+    by_local = {local_id: index for index, local_id in enumerate(graph.inputs)}
+    instrs: list[Instr] = []
+    for node in graph.operations:
+        if not all(isinstance(ref, Local) for ref in node.inputs):
+            raise UnsupportedNode(f"{recorded!r} reads values of another graph")
+        inputs = [by_local[ref.id] for ref in node.inputs]  # type: ignore[union-attr]
+        out_types = _infer(node.operation, [types[i] for i in inputs])
+        outputs = list(range(len(types), len(types) + len(out_types)))
+        types.extend(out_types)
+        by_local.update(zip(node.outputs, outputs, strict=True))
+        instrs.append(Instr(node.operation, tuple(inputs), tuple(outputs)))
+    sources = tuple(ArgSource("saved", i) for i in range(len(graph.inputs)))
+    results = tuple(by_local[o] for o in graph.outputs)
+    return NodeProgram(sources, tuple(types), tuple(instrs), results)
 
 
 def prune_results(program: NodeProgram, needed: Sequence[bool]) -> NodeProgram:

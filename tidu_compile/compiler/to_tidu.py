@@ -10,9 +10,9 @@ saved values, results the input cotangents (absent cotangents are not returned):
       func.return %2 : tensor<8xf64>
     }
 
-``TO_TIDU`` has one row per primitive with parameters; parameterless primitives map by
-name through the dialect's ``PRIMITIVE_TO_OP``. ``primitive_of`` inverts it for the ops
-that stay outside kernels and run as numpy library calls in the plan.
+``TO_TIDU`` has one row per primitive with parameters; parameterless primitives map
+through the op table (``tidu.op_class``). ``primitive_of`` inverts it for the ops that
+stay outside kernels and run as numpy library calls in the plan.
 """
 
 from __future__ import annotations
@@ -64,10 +64,10 @@ def _to_tidu(primitive: Any, operands: Sequence[SSAValue], types: Sequence[Attri
     builder = TO_TIDU.get(type(primitive))
     if builder is not None:
         return builder(primitive, operands, types)
-    op_class = tidu.PRIMITIVE_TO_OP.get(type(primitive).__name__)
-    if op_class is None or not isinstance(primitive, ops.TensorOp):
+    op_class = tidu.OP_OF_PRIMITIVE.get(type(primitive))
+    if op_class is None:
         raise UnloweredOpError(f"stage tidu: no tidu op for primitive {primitive!r}")
-    return op_class(*operands)
+    return op_class(*operands)  # type: ignore[call-arg]
 
 
 def _xdsl_type(t: OpType) -> TensorType:
@@ -113,8 +113,6 @@ def op_type(value: SSAValue) -> OpType:
             return OpType(tuple(t.get_shape()), dtype)
     raise TypeError(f"tensor type {t} has no numpy dtype")
 
-
-_OP_TO_PRIMITIVE_NAME = {cls: name for name, cls in tidu.PRIMITIVE_TO_OP.items()}
 
 #: tidu op class -> primitive reconstructor (ops with parameters only).
 FROM_TIDU: dict[type, Callable[[Any], Any]] = {
@@ -162,8 +160,7 @@ def primitive_of(op: Operation) -> Any:
     rebuild = FROM_TIDU.get(type(op))
     if rebuild is not None:
         return rebuild(op)
-    name = _OP_TO_PRIMITIVE_NAME.get(type(op))
-    primitive = getattr(ops, name, None) if name else None
+    primitive = tidu.primitive_class(type(op))
     if primitive is None:
         raise UnloweredOpError(f"stage loops: no primitive for {op.name}")
     return primitive()

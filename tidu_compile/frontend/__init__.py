@@ -1,35 +1,18 @@
-"""The eager ``Tensor`` frontend: numpy-style functions that record on the tidu tape."""
+"""The eager ``Tensor`` frontend: numpy-style functions that record on the tidu tape.
 
+The function modules, each with its ``__all__``: ``elementwise`` (generated from the op
+table, plus ``where``, ``power``, ...), ``reductions``, ``shapes``, ``linalg``, and
+``promotion`` (``astype``, ``broadcast_to``). ``FUNCTIONS`` maps every public function
+name to its function; ``tidu_compile`` exports them all.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from tidu_compile.frontend import elementwise, linalg, promotion, reductions, shapes
 from tidu_compile.frontend.autograd import grad
+from tidu_compile.frontend.elementwise import compare
 from tidu_compile.frontend.function import function
-from tidu_compile.frontend.functions import (
-    add,
-    astype,
-    broadcast_to,
-    compare,
-    conj,
-    cos,
-    divide,
-    exp,
-    imag,
-    log,
-    matmul,
-    maximum,
-    mean,
-    multiply,
-    negative,
-    power,
-    real,
-    reshape,
-    sin,
-    sincos,
-    sqrt,
-    subtract,
-    sum,
-    tanh,
-    transpose,
-    where,
-)  # fmt: skip
 from tidu_compile.frontend.state import (
     get_default_executor,
     no_grad,
@@ -38,10 +21,22 @@ from tidu_compile.frontend.state import (
 )
 from tidu_compile.frontend.tensor import Tensor, tensor
 
+_PUBLIC_PROMOTION = ("astype", "broadcast_to")
+
+#: Every numpy-style frontend function by name.
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    **{name: getattr(elementwise, name) for name in elementwise.__all__
+       if name not in ("unary", "binary", "compare")},
+    **{name: getattr(reductions, name) for name in reductions.__all__
+       if name != "normalize_axes"},
+    **{name: getattr(shapes, name) for name in shapes.__all__},
+    **{name: getattr(linalg, name) for name in linalg.__all__},
+    **{name: getattr(promotion, name) for name in _PUBLIC_PROMOTION},
+}  # fmt: skip
+globals().update(FUNCTIONS)
+
 __all__ = [
-    "Tensor", "tensor", "function", "grad", "no_grad", "get_default_executor",
-    "set_default_executor", "use_executor", "add", "astype", "broadcast_to", "compare", "conj",
-    "cos", "divide", "exp", "imag", "log", "matmul", "maximum", "mean", "multiply", "negative",
-    "power", "real", "reshape", "sin", "sincos", "sqrt", "subtract", "sum", "tanh", "transpose",
-    "where",
+    "FUNCTIONS", "Tensor", "compare", "tensor", "function", "grad", "no_grad",
+    "get_default_executor",
+    "set_default_executor", "use_executor", *FUNCTIONS,
 ]  # fmt: skip

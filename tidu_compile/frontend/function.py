@@ -220,7 +220,7 @@ def _trace(
     builder = capture.builder
     builder.set_outputs(output_ids)
     graph = builder.build()
-    recorded = RecordedGraph(graph, graph.input_keys(), graph.output_keys())
+    recorded = RecordedGraph.from_graph(graph)
     values: list[Any] = [None] * len(graph.values)
     for tensor in capture.keep_alive:
         values[capture.ids[id(tensor)]] = tensor._data

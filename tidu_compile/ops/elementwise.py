@@ -9,7 +9,6 @@ All inputs of an elementwise op share one shape (the frontend inserts
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,6 +25,7 @@ from tidu_compile.ops.base import (
     add_tangents,
     apply,
     linear,
+    primitive,
 )
 from tidu_compile.ops.complex_ops import Conj
 
@@ -61,10 +61,12 @@ class Unary(Elementwise):
 # ------------------------------------------------------------------ binary
 
 
-@dataclass(frozen=True)
+@primitive
 class Add(Elementwise):
     """``x + y``; linear in both."""
 
+    numpy_names = ("add",)
+    commutative = True
     input_count = 2
     numpy_fn = np.add
 
@@ -75,10 +77,11 @@ class Add(Elementwise):
         return [cts[0] if active(role, 0) else None, cts[0] if active(role, 1) else None]
 
 
-@dataclass(frozen=True)
+@primitive
 class Sub(Elementwise):
     """``x - y``; linear in both."""
 
+    numpy_names = ("subtract",)
     input_count = 2
     numpy_fn = np.subtract
 
@@ -98,10 +101,12 @@ class Sub(Elementwise):
         ]
 
 
-@dataclass(frozen=True)
+@primitive
 class Mul(Elementwise):
     """``x * y``; bilinear: ``d(xy) = dx*y + x*dy``, ``ct_x = ct*conj(y)``."""
 
+    numpy_names = ("multiply",)
+    commutative = True
     input_count = 2
     numpy_fn = np.multiply
 
@@ -121,10 +126,12 @@ class Mul(Elementwise):
         return out
 
 
-@dataclass(frozen=True)
+@primitive
 class Div(Elementwise):
     """``x / y``; ``dz = dx/y - dy*(z/y)``; linear in ``x`` only."""
 
+    numpy_names = ("divide", "true_divide")
+    domain = "nonzero"
     input_count = 2
     numpy_fn = np.divide
 
@@ -143,10 +150,12 @@ class Div(Elementwise):
         return [linear(b, Div(), [cts[0], apply(b, Conj(), [inputs[1]])], (True, False)), None]
 
 
-@dataclass(frozen=True)
+@primitive
 class Maximum(Elementwise):
     """``max(x, y)`` (real dtypes); the tangent follows the larger input (x on ties)."""
 
+    numpy_names = ("maximum",)
+    commutative = True
     input_count = 2
     allowed_dtypes = FLOAT_DTYPES
     numpy_fn = np.maximum
@@ -156,7 +165,7 @@ class Maximum(Elementwise):
         return [select_tangents(b, mask, ts[0], ts[1], xs[0])]
 
 
-@dataclass(frozen=True)
+@primitive
 class Compare(TensorOp):
     """``x <direction> y`` -> bool; no derivative."""
 
@@ -185,7 +194,7 @@ class Compare(TensorOp):
         return [None]
 
 
-@dataclass(frozen=True)
+@primitive
 class Select(TensorOp):
     """``where(mask, a, b)``; the mask is not differentiated."""
 
@@ -242,10 +251,11 @@ def select_tangents(
 # ------------------------------------------------------------------ unary
 
 
-@dataclass(frozen=True)
+@primitive
 class Neg(Elementwise):
     """``-x``; linear."""
 
+    numpy_names = ("negative",)
     input_count = 1
     numpy_fn = np.negative
 
@@ -256,70 +266,79 @@ class Neg(Elementwise):
         return [linear(b, Neg(), [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Exp(Unary):
     """``exp(x)``; ``dy = dx * y``."""
 
+    numpy_names = ("exp",)
     numpy_fn = np.exp
 
     def derivative(self, b, x, y):
         return y
 
 
-@dataclass(frozen=True)
+@primitive
 class Log(Unary):
     """``log(x)``; ``dy = dx / x``."""
 
+    numpy_names = ("log",)
+    domain = "positive"
     numpy_fn = np.log
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [linear(b, Div(), [ts[0], xs[0]], (True, False))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Sin(Unary):
     """``sin(x)``; ``dy = dx * cos(x)``."""
 
+    numpy_names = ("sin",)
     numpy_fn = np.sin
 
     def derivative(self, b, x, y):
         return apply(b, Cos(), [x])
 
 
-@dataclass(frozen=True)
+@primitive
 class Cos(Unary):
     """``cos(x)``; ``dy = dx * -sin(x)``."""
 
+    numpy_names = ("cos",)
     numpy_fn = np.cos
 
     def derivative(self, b, x, y):
         return apply(b, Neg(), [apply(b, Sin(), [x])])
 
 
-@dataclass(frozen=True)
+@primitive
 class Tanh(Unary):
     """``tanh(x)``; ``dy = dx * (1 - y*y)``."""
 
+    numpy_names = ("tanh",)
     numpy_fn = np.tanh
 
     def derivative(self, b, x, y):
         return apply(b, Shift(1.0), [apply(b, Neg(), [apply(b, Mul(), [y, y])])])
 
 
-@dataclass(frozen=True)
+@primitive
 class Sqrt(Unary):
     """``sqrt(x)``; ``dy = dx / (2 y)``."""
 
+    numpy_names = ("sqrt",)
+    domain = "positive"
     numpy_fn = np.sqrt
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [linear(b, Div(), [ts[0], apply(b, Scale(2.0), [ys[0]])], (True, False))]
 
 
-@dataclass(frozen=True)
+@primitive
 class SinCos(TensorOp):
     """``(sin(x), cos(x))``: the multi-output primitive."""
 
+    mnemonic = "sincos"
     input_count = 1
     output_count = 2
 
@@ -341,7 +360,7 @@ class SinCos(TensorOp):
 # ------------------------------------------------------------- parameterized
 
 
-@dataclass(frozen=True)
+@primitive
 class Pow(Unary):
     """``x ** exponent`` for a constant exponent; ``dy = dx * exponent * x**(exponent-1)``."""
 
@@ -354,7 +373,7 @@ class Pow(Unary):
         return apply(b, Scale(self.exponent), [apply(b, Pow(self.exponent - 1.0), [x])])
 
 
-@dataclass(frozen=True)
+@primitive
 class Scale(Elementwise):
     """``factor * x``; linear. A complex factor needs a complex ``x``."""
 
@@ -378,7 +397,7 @@ class Scale(Elementwise):
         return [linear(b, Scale(factor), [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Shift(Elementwise):
     """``x + offset`` (affine, not linear); ``dy = dx``."""
 
@@ -392,7 +411,7 @@ class Shift(Elementwise):
         return [ts[0]]
 
 
-@dataclass(frozen=True)
+@primitive
 class FullLike(TensorOp):
     """A tensor of ``value`` with the shape and dtype of ``x``; no derivative."""
 
