@@ -27,6 +27,7 @@ import argparse
 import ctypes
 import itertools
 import json
+import math
 import statistics
 import sys
 import time
@@ -50,6 +51,13 @@ INPUT_RANGES: dict[str, tuple[float, float]] = {
 """Input interval per math function (uniform); others get ``DEFAULT_RANGE``."""
 
 DEFAULT_RANGE = (-4.0, 4.0)
+
+ELEMENTS = 10**5
+"""Elements per kernel call (W4: the nearest square): the arrays stay in L2/L3 cache, so
+the columns measure the generated code rather than what other processes leave of the
+memory bandwidth (on a shared 2-vCPU machine, n = 1e6 f64 ran 2-3x slower under load)."""
+
+QUICK_ELEMENTS = 2 * 10**4
 
 DTYPES = {"f64": np.float64, "f32": np.float32}
 
@@ -228,15 +236,15 @@ def run(quick: bool = False) -> dict[str, Any]:
     from tidu_compile.backend.target import host_target
     from tidu_compile.compiler.parallel import thread_count
 
-    n = 10**5 if quick else 10**6
-    rounds = 5 if quick else 30
+    n = QUICK_ELEMENTS if quick else ELEMENTS
+    rounds = 5 if quick else 40
     rows: list[KernelRow] = []
     for dtype in DTYPES:
         for name in math_functions():
             rows.append(_unary_row(name, dtype, n, rounds))
     for dtype in ("float64", "float32"):
         rows.append(_fused_row(make_w1(n, composite=True, dtype=dtype), "W1 backward", rounds))
-    side = 300 if quick else 1000
+    side = math.isqrt(n)
     rows.append(_fused_row(make_w4(side, composite=True), "W4 backward", rounds))
     host = host_target()
     return {
@@ -276,7 +284,7 @@ def format_kernels(document: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     lines = [
         f"tidu-compile bench --kernels: ns per element (median, interleaved with numpy), "
-        f"math functions n = {document['elements']:.0e}",
+        f"n = {document['elements']:.0e} elements per call",
         f"cpu: {machine['cpu']} (LLVM: {machine['llvm_cpu']}), {threads} threads; kernels: "
         f"{machine['vector_bits']}-bit vectors ({lanes['f64']} x f64, {lanes['f32']} x f32), "
         f"heavy loops interleaved x{machine['interleave']}",
