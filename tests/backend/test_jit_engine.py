@@ -25,7 +25,7 @@ from tidu_compile.backend.jit import (
     load,
 )
 from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
-from tidu_compile.backend.target import vector_math_abi
+from tidu_compile.backend.target import host_target, vector_math_abi
 
 _counter = itertools.count()
 
@@ -107,7 +107,9 @@ def test_compiled_object_metadata(parse: Callable[[str], ModuleOp]) -> None:
     assert all(t > 0 for t in obj.timings.values())
     assert obj.defined == (symbol, symbol + ".arrays")  # the kernel and its array-object twin
     assert "exp" in obj.undefined and not obj.vector_math
-    assert obj.target_key.count("|") == 3
+    host = host_target()
+    assert obj.target_key == host.key
+    assert obj.target_key.split("|")[:4] == [host.triple, host.cpu, host.features, host.tuning.key]
     assert read_elf_symbols(obj.object_code) == (obj.defined, obj.undefined)
 
 

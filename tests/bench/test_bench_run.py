@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from tidu_compile.tools.bench import main as bench_main
 from tidu_compile.tools.bench.peers import peer_installed, run_peer
+from tidu_compile.tools.bench.report import BACKWARD_TITLE, STEP_TITLE
 from tidu_compile.tools.bench.timing import Policy
 from tidu_compile.tools.bench.workloads import find_workload
 
@@ -49,19 +50,21 @@ def test_quick_w1_json_structure(quick_w1: tuple[Any, dict[str, Any]]) -> None:
     assert [r["workload"] for r in rows] == [
         "W1 n=1e3", "W1 n=1e5", "W1 n=1e6",
         "W1 n=1e3 composite", "W1 n=1e5 composite", "W1 n=1e6 composite",
+        "W1 f32 n=1e5", "W1 f32 n=1e5 composite",
     ]  # fmt: skip
     for row in rows:
         assert row["status"] == "ok"
-        for column in ("tidu", "numpy"):
+        for column in ("tidu", "tidu_step", "numpy"):
             timing = row[column]
             assert timing["runs"] >= 3
             assert 0 < timing["min"] <= timing["median"] <= timing["max"]
         assert row["grad_check"]["passed"] is True
         assert set(row["grad_check"]["errors"]) == {"x", "y"}
-        assert row["grad_check"]["rtol"] == 1e-6
+        assert row["grad_check"]["rtol"] == (1e-3 if "f32" in row["workload"] else 1e-6)
         assert row["ratios"]["numpy"] == pytest.approx(
             row["tidu"]["median"] / row["numpy"]["median"])
         assert row["ratios"]["torch"] is None and row["ratios"]["jax"] is None
+        assert row["step_ratios"] == {"torch": None, "jax": None}
         compile_ = row["compile"]
         assert compile_["compiles"] >= 1
         assert compile_["cold_seconds"] >= 0 and compile_["compile_seconds"] > 0
@@ -81,8 +84,15 @@ def test_quick_w1_table_and_progress(quick_w1: tuple[Any, dict[str, Any]]) -> No
     done, _ = quick_w1
     out = done.stdout
     for text in ("workload", "tidu median [min-max]", "tidu/numpy", "tidu/torch", "tidu/jax",
-                 "W1 n=1e6", "compile (tidu", "disk/node", "machine:", "cores"):  # fmt: skip
+                 "W1 n=1e6", "compile (tidu", "disk/node", "machine:", "cores", "LLVM: ",
+                 "-bit vectors", "W1 f32 n=1e5 composite"):  # fmt: skip
         assert text in out, text
+    # Both tables say what they compare.
+    assert BACKWARD_TITLE in out and STEP_TITLE in out
+    assert "jitted vjp_fn holding jax's residuals" in BACKWARD_TITLE
+    assert "jax.jit(jax.value_and_grad)" in STEP_TITLE
+    step_table = out[out.index(STEP_TITLE):out.index("compile (tidu")]
+    assert "W1 n=1e6 composite" in step_table
     assert "FAIL" not in out
     assert "[1/" in done.stderr and "W1 n=1e5 tidu..." in done.stderr
 
@@ -138,5 +148,6 @@ def test_peers_in_subprocesses() -> None:
         for key in ("W1 n=1e3", "W3 f32"):
             result = outcome["results"][key]
             assert result["grad_ok"] is True, result
+            assert result["timing"]["runs"] == 2 and result["step_timing"]["runs"] == 2
             assert result["timing"]["runs"] == 2
     assert started == ["W1 n=1e3", "W3 f32"] * 2

@@ -22,6 +22,7 @@ import tidu_compile as tc
 
 SMALL = [
     make_w1(50),
+    make_w1(50, dtype="float32"),
     make_w2(31),
     make_w2(32),
     make_w3("float64", batch=6, features=5, hidden=4, outputs=3),
@@ -105,7 +106,10 @@ def test_suite_and_selection() -> None:
     assert {w.key for w in select_workloads("W1,w3", quick=True)} == {
         "W1 n=1e3", "W1 n=1e5", "W1 n=1e6", "W3 f32", "W3 f64",
         "W1 n=1e3 composite", "W1 n=1e5 composite", "W1 n=1e6 composite",
+        "W1 f32 n=1e5", "W1 f32 n=1e5 composite",
         "W3 f32 composite", "W3 f64 composite"}  # fmt: skip
+    assert {w.key for w in full if w.dtype == "float32" and w.group == "W1"} == {
+        f"W1 f32 n=1e{k}{c}" for k in (5, 6, 7) for c in ("", " composite")}  # fmt: skip
     composite = {w.key: w for w in full if w.recording == "composite"}
     assert {w.problem for w in composite.values()} <= {w.key for w in full}
     assert [w.key for w in select_workloads("W3 f32")] == ["W3 f32"]

@@ -2,8 +2,10 @@
 
 Stages, in order (``STAGES`` names the ones a CLI can print)::
 
-    llvm-ir   convert_module -> triple + data layout -> vector-math attributes
-              -> llvmlite parse + verify          (text: unoptimised LLVM IR)
+    llvm-ir   convert_module -> triple + data layout -> host hints (preferred
+              vector width, interleaving of heavy loops: ``kernel_hints``)
+              -> vector-math attributes -> llvmlite parse + verify
+                                                  (text: unoptimised LLVM IR)
     opt-ir    O3 through the new pass manager     (text: optimised LLVM IR)
     asm       the target machine's assembly       (text only)
     codegen   ``emit_object``: ELF object bytes   (what ``compile_module`` returns)
@@ -32,6 +34,7 @@ from xdsl.dialects.builtin import ModuleOp
 from .array_entry import add_array_entry_points
 from .elf import read_elf_symbols
 from .engine import DuplicateSymbolError, JitEngine, UnresolvedSymbolError, get_engine, load
+from .kernel_hints import add_kernel_hints
 from .target import TARGET_LOCK, host_target, host_target_machine, vector_math_abi
 from .vecmath import add_vector_variants
 
@@ -104,7 +107,7 @@ def llvm_ir_text(module: ModuleOp, *, vector_math: bool | None = None) -> str:
         ):
             ir_module.get_global(op.sym_name.data).linkage = "internal"
     add_array_entry_points(ir_module)
-    text = str(ir_module)
+    text = add_kernel_hints(str(ir_module), host.tuning)
     abi = vector_math_abi()
     if _use_vector_math(vector_math) and abi is not None:
         text, _ = add_vector_variants(text, abi)

@@ -27,7 +27,8 @@ of buffer 3)::
 
 A contraction is ``b2, = LIB0(a1, a0)`` (``plan.library_values``: numpy's BLAS into a
 recycled output); a kernel worth threads is ``CHUNKS0([...], [...])``
-(``parallel.run_chunked``); a chunked kernel run whole gets its row range ``0, N``.
+(``parallel.ChunkedKernel``: on all threads or one, whichever has been faster); a
+chunked kernel run whole gets its row range ``0, N``.
 
 ``fast_call`` returns None when any argument differs from the plan's layout (the executor
 then takes its general path, which finds or compiles the right plan), so it never hands
@@ -125,10 +126,7 @@ def _step_lines(
     kernel = step.kernel
     constants[f"RUN{number}"] = step.runner
     if kernel.extent and kernel.work >= parallel.PARALLEL_WORK:  # worth threads
-        constants[f"CHUNKS{number}"] = partial(
-            parallel.run_chunked, step.runner, partial=kernel.partial_outputs,
-            extent=kernel.extent, work=kernel.work, to_argument=bound.to_argument,
-        )  # fmt: skip
+        constants[f"CHUNKS{number}"] = bound.chunked[kernel.symbol]
         lines.append(f"    CHUNKS{number}([{', '.join(inputs)}], [{', '.join(outputs)}])")
         return lines
     pointers = [f"ptr({name})" for name in inputs + outputs]

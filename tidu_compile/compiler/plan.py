@@ -27,7 +27,7 @@ import numpy as np
 
 from tidu_compile.backend.array_entry import ENTRY_SUFFIX, array_data_offset
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
-from tidu_compile.compiler.parallel import run_chunked
+from tidu_compile.compiler.parallel import ChunkedKernel
 from tidu_compile.ops.base import TensorType
 
 __all__ = ["BoundStep", "KernelStep", "LibraryStep", "Plan", "library_values", "native_buffer"]
@@ -166,10 +166,18 @@ class BoundPlan:
         self._padding = [None] * (len(plan.types) - plan.arg_count)
         #: The steps with what running them takes (``compiler.fast_path`` reads them).
         self.steps: list[BoundStep] = []
+        #: Per chunked kernel symbol: its runner on one thread or several (shared by
+        #: ``run`` and the fast path, so they learn which is faster together).
+        self.chunked: dict[str, ChunkedKernel] = {}
         for step in plan.steps:
             specs = tuple((plan.types[o].shape, self._dtypes[o], _allocator(plan.types[o]))
                           for o in step.outputs)  # fmt: skip
             if isinstance(step, KernelStep):
+                if step.extent:
+                    self.chunked[step.symbol] = ChunkedKernel(
+                        functions[step.symbol], step.partial_outputs, step.extent, step.work,
+                        self.to_argument,
+                    )  # fmt: skip
                 self.steps.append(BoundStep(step, functions[step.symbol], step.inputs,
                                             step.outputs, specs))  # fmt: skip
             else:
@@ -203,10 +211,7 @@ class BoundPlan:
                 for index, array in zip(outputs, results, strict=True):
                     buffers[index] = array
                 if kernel.extent:
-                    run_chunked(
-                        runner, [buffers[i] for i in inputs], results, kernel.partial_outputs,
-                        kernel.extent, kernel.work, to_argument,
-                    )  # fmt: skip
+                    self.chunked[kernel.symbol]([buffers[i] for i in inputs], results)
                 else:
                     runner(*[to_argument(buffers[i]) for i in inputs], *map(to_argument, results))
             else:

@@ -2,12 +2,15 @@
 
     tidu-compile bench                      # everything, torch and jax if installed
     tidu-compile bench --quick --workload W1 --no-peers --json out.json
+    tidu-compile bench --kernels            # math functions and fused kernels, ns/element
 
 Per workload, in this process: the hand-written numpy backward, then tidu (a fresh
-``CompiledExecutor`` on an empty cache directory: cold first call, then warm calls),
-its gradients checked against numpy's, and in a fresh subprocess the warm-from-disk
-first call. Then each installed peer (torch, jax) in its own subprocess. Exit status:
-0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
+``CompiledExecutor`` on an empty cache directory: cold first call, then warm calls of
+the backward, then full steps: forward and backward), its gradients checked against
+numpy's, and in a fresh subprocess the warm-from-disk first call. Then each installed
+peer (torch, jax) in its own subprocess, timed like for like (see ``peers``). Exit
+status: 0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
+``--kernels`` runs ``bench.kernels`` instead.
 """
 
 from __future__ import annotations
@@ -80,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--no-peers", action="store_true", help="skip torch and jax")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
+    parser.add_argument("--kernels", action="store_true",
+                        help="instead: each math function and the fused W1/W4 kernels in ns "
+                        "per element, one thread and all, against numpy and memory bandwidth")
 
 
 def _policy(args: argparse.Namespace) -> Policy:
@@ -196,6 +202,7 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
                 "status": "ok",
                 "note": None,
                 "tidu": None,
+                "tidu_step": None,
                 "numpy": reference["timing"].to_json(),
                 "grad_check": None,
                 "compile": None,
@@ -214,6 +221,7 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
                 progress.step(f"{workload.key} tidu warm-from-disk (skipped)")
                 continue
             row["tidu"] = tidu["timing"].to_json()
+            row["tidu_step"] = tidu["step_timing"].to_json()
             check = _grad_check(workload, tidu["grads"], reference["grads"])
             row["grad_check"] = check
             if not check["passed"]:
@@ -242,11 +250,14 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
             "numpy": ratio(row["tidu"], row["numpy"]),
             **{p: ratio(row["tidu"], (row.get(p) or {}).get("timing")) for p in PEERS},
         }
+        row["step_ratios"] = {
+            p: ratio(row["tidu_step"], (row.get(p) or {}).get("step_timing")) for p in PEERS
+        }
     infos = {p: s.get("info") or {} for p, s in peer_status.items()}
     machine = machine_info(infos)
     machine["load_average"] = {"start": load_start, "end": _load_average()}
     return {
-        "version": 1,
+        "version": 2,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "options": {"quick": args.quick, "workload": args.workload, "repeat": args.repeat,
                     "no_peers": args.no_peers, "seed": args.seed,
@@ -263,6 +274,10 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
 
 def command(args: argparse.Namespace) -> int:
     """Run, print the table, write ``--json``; the exit status."""
+    if getattr(args, "kernels", False):
+        from tidu_compile.tools.bench.kernels import command as kernels_command
+
+        return kernels_command(args)
     document = run(args)
     if args.json:
         Path(args.json).write_text(json.dumps(json_safe(document), indent=2) + "\n")

@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "BACKWARD_TITLE",
     "PEER_COLUMNS",
+    "STEP_TITLE",
     "format_ratio",
     "format_report",
     "format_time",
@@ -22,6 +24,7 @@ __all__ = [
     "json_safe",
     "machine_info",
     "ratio",
+    "cpu_model",
 ]
 
 #: The columns compared with tidu, in table order.
@@ -82,7 +85,8 @@ def json_safe(value: Any) -> Any:
 # ------------------------------------------------------------------ machine
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
             for line in cpuinfo:
@@ -91,6 +95,17 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _llvm_cpu() -> str | None:
+    """The CPU name LLVM gives the host and the vector width tidu's kernels prefer."""
+    try:
+        from tidu_compile.backend.target import host_target
+
+        host = host_target()
+    except Exception:  # noqa: BLE001 - the report must not fail on a broken LLVM
+        return None
+    return f"{host.cpu}, {host.tuning.vector_bits}-bit vectors"
 
 
 def machine_info(peer_infos: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
@@ -104,7 +119,8 @@ def machine_info(peer_infos: Mapping[str, Mapping[str, Any]] | None = None) -> d
             return None
 
     info: dict[str, Any] = {
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
+        "llvm_cpu": _llvm_cpu(),
         "cores": os.cpu_count(),
         "platform": f"{platform.system()} {platform.machine()}",
         "python": platform.python_version(),
@@ -123,7 +139,9 @@ def machine_info(peer_infos: Mapping[str, Mapping[str, Any]] | None = None) -> d
 
 
 def _machine_line(machine: Mapping[str, Any]) -> str:
-    parts = [f"{machine.get('cpu')}, {machine.get('cores')} cores", str(machine.get("platform")),
+    llvm_cpu = f" (LLVM: {machine['llvm_cpu']})" if machine.get("llvm_cpu") else ""
+    parts = [f"{machine.get('cpu')}{llvm_cpu}, {machine.get('cores')} cores",
+             str(machine.get("platform")),
              f"Python {machine.get('python')}", f"numpy {machine.get('numpy')}",
              f"llvmlite {machine.get('llvmlite')}"]  # fmt: skip
     torch_version = machine.get("torch")
@@ -145,7 +163,9 @@ def _machine_line(machine: Mapping[str, Any]) -> str:
 # ------------------------------------------------------------------ table
 
 
-def _peer_cell(row: Mapping[str, Any], peer: str, peers: Mapping[str, Any]) -> str:
+def _peer_cell(
+    row: Mapping[str, Any], peer: str, peers: Mapping[str, Any], field: str = "timing"
+) -> str:
     if peer == "numpy":
         return format_timing(row.get("numpy"))
     entry = row.get(peer)
@@ -154,7 +174,7 @@ def _peer_cell(row: Mapping[str, Any], peer: str, peers: Mapping[str, Any]) -> s
         return {"not installed": "n/a (not installed)", "disabled": "-"}.get(status, status)
     if "error" in entry:
         return "error"
-    cell = format_timing(entry.get("timing"))
+    cell = format_timing(entry.get(field))
     return cell if entry.get("grad_ok", True) else cell + " GRAD?"
 
 
@@ -199,6 +219,36 @@ def _compile_lines(document: Mapping[str, Any]) -> list[str]:
     return [title, *(_table(rows) if len(rows) > 1 else ["(nothing compiled)"])]
 
 
+BACKWARD_TITLE = (
+    "backward, like for like (each side starts from what its forward saved): tidu's "
+    "tc.grad of the recorded loss; numpy: the gradient by hand (W1, W4 recompute exp and "
+    "tanh from the inputs as tidu does); torch: autograd.grad on its saved graph; jax: a "
+    "jitted vjp_fn holding jax's residuals"
+)
+
+STEP_TITLE = (
+    "full step, forward + backward: tidu records the forward (a @tc.function forward "
+    "replays its trace with numpy) then tc.grad; torch: forward + autograd.grad; jax: "
+    "jax.jit(jax.value_and_grad)"
+)
+
+STEP_PEERS = ("torch", "jax")
+
+
+def _step_lines(document: Mapping[str, Any]) -> list[str]:
+    peers = document.get("peers") or {}
+    header = ["workload", "tidu median [min-max]", *STEP_PEERS, *(f"tidu/{p}" for p in STEP_PEERS)]
+    rows: list[list[str]] = [header]
+    for row in document["workloads"]:
+        if not row.get("tidu_step"):
+            continue
+        ratios = row.get("step_ratios") or {}
+        rows.append([row["workload"], format_timing(row["tidu_step"]),
+                     *(_peer_cell(row, p, peers, "step_timing") for p in STEP_PEERS),
+                     *(format_ratio(ratios.get(p)) for p in STEP_PEERS)])  # fmt: skip
+    return [STEP_TITLE, *(_table(rows) if len(rows) > 1 else ["(no full-step timings)"])]
+
+
 def format_report(document: Mapping[str, Any]) -> str:
     """The table, the compile section, failures and the machine line, as printed on stdout."""
     peers = document.get("peers") or {}
@@ -217,9 +267,13 @@ def format_report(document: Mapping[str, Any]) -> str:
         rows.append([row["workload"], tidu, *(_peer_cell(row, p, peers) for p in PEER_COLUMNS),
                      *(format_ratio(ratios.get(p)) for p in PEER_COLUMNS)])  # fmt: skip
     lines = [
-        "tidu-compile bench: median backward-only time [min-max] over runs; "
-        "ratio = tidu median / peer median (< 1: tidu faster)",
+        "tidu-compile bench: median time [min-max] over runs; ratio = tidu median / peer "
+        "median (< 1: tidu faster)",
+        "",
+        BACKWARD_TITLE,
         *_table(rows),
+        "",
+        *_step_lines(document),
         "",
         *_compile_lines(document),
     ]

@@ -2,7 +2,9 @@
 
 * ``run_tidu``: records the forward once, then with a fresh ``CompiledExecutor`` on an
   empty cache directory times the first ``tc.grad`` call (cold: compile + run) and the
-  warm calls; cold compile time = first call - warm median.
+  warm calls (the backward); cold compile time = first call - warm median. Then the full
+  step: recording the forward (for ``@tc.function``, a numpy replay of the traced
+  graph) and ``tc.grad``, each time anew.
 * ``run_warm_disk``: a fresh subprocess (``python -m tidu_compile.tools.bench.tidu_runner
   SPEC``) records the same forward and times the first call of a new executor on the
   same cache directory (in-memory caches empty, artifacts on disk); warm-from-disk time =
@@ -33,14 +35,14 @@ __all__ = ["main", "process_warmup", "record", "run_tidu", "run_warm_disk"]
 WARM_DISK_POLICY = Policy(min_time=0.2, min_runs=3, max_runs=20)
 
 
-def record(workload: Workload, arrays: Sequence[np.ndarray]) -> tuple[Any, list[Any]]:
-    """Record the workload's forward once: ``(loss, differentiated input tensors)``."""
+def record(workload: Workload, arrays: Sequence[np.ndarray]) -> tuple[Any, list[Any], list[Any]]:
+    """Record the workload's forward once: ``(loss, differentiated inputs, all inputs)``."""
     import tidu_compile as tc
 
     tensors = [tc.tensor(a, requires_grad=i in workload.grad_inputs)
                for i, a in enumerate(arrays)]  # fmt: skip
     loss = workload.tidu_loss(*tensors)
-    return loss, [tensors[i] for i in workload.grad_inputs]
+    return loss, [tensors[i] for i in workload.grad_inputs], tensors
 
 
 def process_warmup() -> float:
@@ -73,17 +75,21 @@ def run_tidu(
 ) -> dict[str, Any]:
     """Cold first call and warm timing of ``tc.grad`` with a new executor on ``cache_dir``.
 
-    Returns ``timing`` (a ``Timing``), ``grads`` (numpy arrays), ``first_call_seconds``,
-    ``cold_seconds`` and the executor's ``stats`` (a dict).
+    Returns ``timing`` (a ``Timing`` of the backward), ``step_timing`` (forward and
+    backward), ``grads`` (numpy arrays), ``first_call_seconds``, ``cold_seconds`` and the
+    executor's ``stats`` (a dict).
     """
     import tidu_compile as tc
     from tidu_compile.executors.compiled import CompiledExecutor
 
-    loss, wrt = record(workload, arrays)
+    loss, wrt, tensors = record(workload, arrays)
     executor = CompiledExecutor(cache_dir=cache_dir)
 
     def backward() -> list[Any]:
         return tc.grad(loss, wrt, executor=executor)
+
+    def step() -> list[Any]:
+        return tc.grad(workload.tidu_loss(*tensors), wrt, executor=executor)
 
     start = time.perf_counter()
     backward()
@@ -92,6 +98,7 @@ def run_tidu(
     grads = backward()
     return {
         "timing": timing,
+        "step_timing": measure(step, policy),
         "grads": grads,
         "first_call_seconds": first,
         "cold_seconds": max(first - timing.median, 0.0),
@@ -128,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spec = json.loads(args[0])
     warmup = process_warmup()
     workload = find_workload(spec["workload"])
-    loss, wrt = record(workload, workload.make_inputs(int(spec["seed"])))
+    loss, wrt, _ = record(workload, workload.make_inputs(int(spec["seed"])))
     executor = CompiledExecutor(cache_dir=Path(spec["cache_dir"]))
 
     def backward() -> list[Any]:

@@ -138,12 +138,14 @@ def _recorded(loss: Callable[..., Any], composite: bool) -> Callable[..., Any]:
     return function(loss)  # type: ignore[no-any-return]
 
 
-def make_w1(n: int, composite: bool = False) -> Workload:
-    """W1: ``sum(tanh(x*y + exp(-x)) * y)`` on two f64 vectors of length ``n``."""
+def make_w1(n: int, composite: bool = False, dtype: str = "float64") -> Workload:
+    """W1: ``sum(tanh(x*y + exp(-x)) * y)`` on two vectors of length ``n`` (f64 or f32)."""
+    np_dtype = np.dtype(dtype)
+    short = "f32" if np_dtype == np.float32 else "f64"
 
     def make_inputs(seed: int) -> list[np.ndarray]:
         rng = _rng(seed, 1)
-        return [rng.standard_normal(n), rng.standard_normal(n)]
+        return [rng.standard_normal(n).astype(np_dtype), rng.standard_normal(n).astype(np_dtype)]
 
     def loss(x: Any, y: Any) -> Any:
         import tidu_compile as tc
@@ -160,16 +162,17 @@ def make_w1(n: int, composite: bool = False) -> Workload:
         x, y = saved
         e = np.exp(-x)
         t = np.tanh(x * y + e)
-        ds = y * (1.0 - t * t)  # d loss / d (x*y + exp(-x))
+        ds = y * (1 - t * t)  # d loss / d (x*y + exp(-x)), in the input dtype
         return [ds * (y - e), ds * x + t]
 
     recording = "composite" if composite else "per-op"
     suffix = " composite" if composite else ""
+    dtype_text = "" if short == "f64" else f" {short}"
     return Workload(
-        key=f"W1 n={_sci(n)}{suffix}",
+        key=f"W1{dtype_text} n={_sci(n)}{suffix}",
         group="W1",
-        description=f"sum(tanh(x*y + exp(-x)) * y), f64, {recording}",
-        dtype="float64",
+        description=f"sum(tanh(x*y + exp(-x)) * y), {short}, {recording}",
+        dtype=np_dtype.name,
         input_names=("x", "y"),
         grad_inputs=(0, 1),
         size=n,
@@ -178,7 +181,7 @@ def make_w1(n: int, composite: bool = False) -> Workload:
         numpy_forward=numpy_forward,
         numpy_backward=numpy_backward,
         recording=recording,
-        peer_key=f"W1 n={_sci(n)}",
+        peer_key=f"W1{dtype_text} n={_sci(n)}",
     )
 
 
@@ -399,12 +402,16 @@ def make_w4(rows: int = 2000, cols: int | None = None, composite: bool = False) 
 
 
 def all_workloads(quick: bool = False) -> list[Workload]:
-    """The benchmark's rows in order; ``quick`` drops n=1e7 and uses a small W4."""
+    """The benchmark's rows in order; ``quick`` drops n=1e7 (f32: keeps n=1e5 only) and
+    uses a small W4."""
     sizes = (10**3, 10**5, 10**6) if quick else (10**3, 10**5, 10**6, 10**7)
+    f32_sizes = (10**5,) if quick else (10**5, 10**6, 10**7)
     rows = 500 if quick else 2000
     return [
         *(make_w1(n) for n in sizes),
         *(make_w1(n, composite=True) for n in sizes),
+        *(make_w1(n, dtype="float32") for n in f32_sizes),
+        *(make_w1(n, composite=True, dtype="float32") for n in f32_sizes),
         make_w2(1000),
         make_w2(1000, composite=True),
         make_w3("float32"),

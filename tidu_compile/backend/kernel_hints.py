@@ -1,0 +1,127 @@
+"""Per-host code-generation hints, added to the LLVM IR text before O3.
+
+Two hints that LLVM's CPU model does not give on its own (``target.KernelTuning``):
+
+* every defined function gets the attribute ``"prefer-vector-width"="<bits>"``: the
+  vector width the loop vectorizer may use (512 on AVX-512 hosts, where LLVM would
+  otherwise stay at 256 bits on server Intel CPUs);
+* every heavy innermost loop (at least ``HEAVY_LOOP_INSTRUCTIONS`` instructions from
+  its header to its back-edge, i.e. a loop body with expanded math) gets
+  ``llvm.loop.interleave.count``: the vectorizer then runs that many independent
+  vector iterations side by side, hiding the latency of the long polynomial chains.
+  LLVM interleaves small loops by itself and leaves large ones at one.
+
+Before (as ``convert_module`` prints a kernel)::
+
+    define void @"k"(ptr noalias %".1", ptr noalias %".2", i64 %".3", i64 %".4")
+    {
+    .6:
+      br label %".7"
+    .7:
+      ...
+      br i1 %".12", label %".8", label %".9"
+    .8:
+      ...                                     ; >= HEAVY_LOOP_INSTRUCTIONS lines
+      br label %".7"
+    .9:
+      ret void
+    }
+
+After::
+
+    define void @"k"(ptr noalias %".1", ptr noalias %".2", i64 %".3", i64 %".4") #980
+    ...
+      br label %".7", !llvm.loop !1
+    ...
+    attributes #980 = { "prefer-vector-width"="256" }
+    !0 = !{!"llvm.loop.interleave.count", i32 4}
+    !1 = distinct !{!1, !0}
+
+A back-edge is an unconditional ``br`` to a label defined earlier in the same
+function (loops lowered from ``scf.for`` have exactly this shape); a loop is innermost
+when no other back-edge lies between its header and its back-edge.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .target import KernelTuning
+
+__all__ = ["ATTRIBUTE_GROUP", "HEAVY_LOOP_INSTRUCTIONS", "add_kernel_hints"]
+
+HEAVY_LOOP_INSTRUCTIONS = 24
+"""Instructions (unoptimised, header to back-edge) from which a loop counts as heavy.
+LLVM's vectorizer interleaves loops costing less than ~20 by itself (``SmallLoopCost``);
+one expanded exp alone is ~35."""
+
+ATTRIBUTE_GROUP = 980
+"""The attribute group number of the function attributes (``vecmath`` uses 900+)."""
+
+_DEFINE = re.compile(r"^define\b[^\n]*\)(?P<attrs>[^)\n{]*)$")
+_LABEL = re.compile(r'^"?(?P<name>[^\s":]+)"?:')
+_BRANCH = re.compile(r'^\s+br label %"?(?P<target>[^\s",]+)"?\s*$')
+_METADATA_ID = re.compile(r"^!(\d+)\s*=", re.MULTILINE)
+
+
+@dataclass
+class _Loop:
+    header: int  # line index of the header label
+    latch: int  # line index of the back-edge branch
+
+
+def _loops(lines: list[str]) -> list[_Loop]:
+    """Back-edges of every function, as (header line, back-edge line)."""
+    loops: list[_Loop] = []
+    labels: dict[str, int] = {}
+    for index, line in enumerate(lines):
+        if line.startswith("define"):
+            labels = {}
+            continue
+        label = _LABEL.match(line)
+        if label:
+            labels[label.group("name")] = index
+            continue
+        branch = _BRANCH.match(line)
+        if branch and branch.group("target") in labels:
+            loops.append(_Loop(labels[branch.group("target")], index))
+    return loops
+
+
+def _instructions(lines: list[str], loop: _Loop) -> int:
+    return sum(
+        1 for line in lines[loop.header + 1 : loop.latch + 1]
+        if line.startswith("  ") and line.strip()
+    )  # fmt: skip
+
+
+def add_kernel_hints(ir_text: str, tuning: KernelTuning) -> str:
+    """``ir_text`` with the function attribute and the loop metadata of ``tuning``."""
+    lines = ir_text.splitlines()
+    loops = _loops(lines)
+    heavy = [
+        loop for loop in loops
+        if not any(loop.header < other.latch < loop.latch for other in loops)
+        and _instructions(lines, loop) >= HEAVY_LOOP_INSTRUCTIONS
+    ]  # fmt: skip
+    trailer: list[str] = []
+    if tuning.interleave > 1 and heavy:
+        used = [int(n) for n in _METADATA_ID.findall(ir_text)]
+        hint = max(used, default=-1) + 1
+        trailer.append(f'!{hint} = !{{!"llvm.loop.interleave.count", i32 {tuning.interleave}}}')
+        for number, loop in enumerate(heavy, start=hint + 1):
+            lines[loop.latch] += f", !llvm.loop !{number}"
+            trailer.append(f"!{number} = distinct !{{!{number}, !{hint}}}")
+    if tuning.vector_bits is not None:
+        for index, line in enumerate(lines):
+            match = _DEFINE.match(line)
+            if match and "#" not in match.group("attrs"):
+                lines[index] = f"{line} #{ATTRIBUTE_GROUP}"
+        trailer.insert(
+            0,
+            f'attributes #{ATTRIBUTE_GROUP} = {{ "prefer-vector-width"="{tuning.vector_bits}" }}',
+        )
+    if not trailer:
+        return ir_text
+    return "\n".join([*lines, "", *trailer]) + "\n"
