@@ -13,6 +13,7 @@ import pytest
 from helpers import random_array
 
 import tidu_compile as tc
+from tidu_compile.compiler import pipeline
 from tidu_compile.compiler.cache import (
     CACHE_ENV,
     DiskCache,
@@ -20,6 +21,7 @@ from tidu_compile.compiler.cache import (
     cache_key,
     default_cache_dir,
 )
+from tidu_compile.compiler.inspect import backward_nodes
 from tidu_compile.executors.compiled import CompiledExecutor
 
 
@@ -119,6 +121,21 @@ def test_default_dir_honours_environment(monkeypatch: pytest.MonkeyPatch, tmp_pa
 #: size in other shapes, the same shape in other dtypes.
 SIGNATURES = [((2, 3), "float64"), ((3, 2), "float64"), ((6,), "float64"),
               ((2, 3), "float32"), ((2, 3), "complex128")]  # fmt: skip
+
+
+@pytest.mark.gate
+def test_program_keys_tell_shapes_and_dtypes_apart() -> None:
+    """The disk key (``pipeline.program_digest``) of one node's program differs for every
+    shape and dtype. Kernel symbols are named after it, so two programs sharing a key
+    would share native code: LLVM aborts the process, or one program's kernel runs on
+    the other's buffers. Hence a ``gate``: it runs first and a failure stops the run."""
+    rng = np.random.default_rng(0)
+    digests = {}
+    for shape, dtype in SIGNATURES:
+        x = tc.tensor(random_array(rng, shape, dtype), requires_grad=True)
+        (node,) = backward_nodes(tc.sin(x))
+        digests[shape, dtype] = pipeline.program_digest(node.program())
+    assert len(set(digests.values())) == len(SIGNATURES), digests
 
 
 def _sin_gradients(executor: tc.BackwardExecutor) -> list[np.ndarray]:

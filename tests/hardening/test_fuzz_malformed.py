@@ -239,7 +239,7 @@ def clean_check(ex: CompiledExecutor) -> None:
 
 
 #: Trials per CI run.
-TRIALS_PER_RUN = 2000
+TRIALS_PER_RUN = 1500
 
 
 @pytest.mark.timeout(timeout_seconds(240))
