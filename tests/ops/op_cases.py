@@ -198,18 +198,7 @@ def _build() -> list[Case]:
         ("two_batch_swapped", (2, 3, 4), (3, 2, 4), (2,), (2,), (0, 1), (1, 0)),
     ]
     for dtype in ALL:
-        for operand, shape, dims in broadcasts:
-            add(_same("broadcast_in_dim", ops.BroadcastInDim(shape, dims, operand), operand,
-                      dtype, 1))  # fmt: skip
-        for operand, axes in reduces:
-            add(_same(f"reduce_sum{axes}", ops.ReduceSum(axes, operand), operand, dtype, 1))
-        for operand, shape in reshapes:
-            add(_same(f"reshape_to{shape}", ops.Reshape(shape, operand), operand, dtype, 1))
-        for operand, perm in transposes:
-            add(_same(f"transpose{perm}", ops.Transpose(perm), operand, dtype, 1))
-        for name, lhs, rhs, lc, rc, lb, rb in dots:
-            op = ops.DotGeneral(lc, rc, lb, rb, lhs, rhs)
-            add(Case(name, op, (Arg(lhs, dtype), Arg(rhs, dtype))))
+        cases += _structural(dtype, broadcasts, reduces, reshapes, transposes, dots)
 
     # ---------------------------------------------------------------- equal extents
     # Square and repeated extents. A rule or kernel that mixes up two axes of the same
@@ -235,20 +224,42 @@ def _build() -> list[Case]:
     add(_same("to_complex_im", ops.ToComplex(True), sq, "float64", 1))
     add(_same("convert_to_c128", ops.Convert("complex128", "float64"), sq, "float64", 1))
     for dtype in ALL:
-        for operand, shape, dims in EQUAL_EXTENT_BROADCASTS:
-            name = f"broadcast_in_dim_to{_shape(shape)}_dims{dims}"
-            add(_same(name, ops.BroadcastInDim(shape, dims, operand), operand, dtype, 1))
-        for operand, axes in EQUAL_EXTENT_REDUCES:
-            add(_same(f"reduce_sum{axes}", ops.ReduceSum(axes, operand), operand, dtype, 1))
+        cases += _structural(dtype, EQUAL_EXTENT_BROADCASTS, EQUAL_EXTENT_REDUCES,
+                             name_broadcasts=True)  # fmt: skip
     for dtype in EQUAL_EXTENT_DTYPES:
-        for operand, shape in EQUAL_EXTENT_RESHAPES:
-            add(_same(f"reshape_to{shape}", ops.Reshape(shape, operand), operand, dtype, 1))
-        for operand, perm in EQUAL_EXTENT_TRANSPOSES:
-            add(_same(f"transpose{perm}", ops.Transpose(perm), operand, dtype, 1))
-        for name, lhs, rhs, lc, rc, lb, rb in EQUAL_EXTENT_DOTS:
-            op = ops.DotGeneral(lc, rc, lb, rb, lhs, rhs)
-            add(Case(name, op, (Arg(lhs, dtype), Arg(rhs, dtype))))
+        cases += _structural(dtype, (), (), EQUAL_EXTENT_RESHAPES, EQUAL_EXTENT_TRANSPOSES,
+                             EQUAL_EXTENT_DOTS)  # fmt: skip
     return cases
+
+
+def _structural(
+    dtype: str,
+    broadcasts: Sequence[tuple] = (),
+    reduces: Sequence[tuple] = (),
+    reshapes: Sequence[tuple] = (),
+    transposes: Sequence[tuple] = (),
+    dots: Sequence[tuple] = (),
+    name_broadcasts: bool = False,
+) -> list[Case]:
+    """Rows of the shape ops and contractions in ``dtype``, from tables of
+    (operand, shape, dims), (operand, axes), (operand, shape), (operand, perm) and
+    (name, lhs, rhs, lhs_c, rhs_c, lhs_b, rhs_b). ``name_broadcasts`` puts the result
+    shape and dims in a broadcast's name (two may share an operand shape)."""
+    rows = []
+    for operand, shape, dims in broadcasts:
+        name = f"broadcast_in_dim_to{_shape(shape)}_dims{dims}" if name_broadcasts else (
+            "broadcast_in_dim")  # fmt: skip
+        rows.append(_same(name, ops.BroadcastInDim(shape, dims, operand), operand, dtype, 1))
+    for operand, axes in reduces:
+        rows.append(_same(f"reduce_sum{axes}", ops.ReduceSum(axes, operand), operand, dtype, 1))
+    for operand, shape in reshapes:
+        rows.append(_same(f"reshape_to{shape}", ops.Reshape(shape, operand), operand, dtype, 1))
+    for operand, perm in transposes:
+        rows.append(_same(f"transpose{perm}", ops.Transpose(perm), operand, dtype, 1))
+    for name, lhs, rhs, lc, rc, lb, rb in dots:
+        op = ops.DotGeneral(lc, rc, lb, rb, lhs, rhs)
+        rows.append(Case(name, op, (Arg(lhs, dtype), Arg(rhs, dtype))))
+    return rows
 
 
 #: The square shape of the elementwise rows with equal extents.
