@@ -13,6 +13,7 @@ import pytest
 from helpers import random_array
 
 import tidu_compile as tc
+from tidu_compile import ops
 from tidu_compile.compiler import pipeline
 from tidu_compile.compiler.cache import (
     CACHE_ENV,
@@ -21,8 +22,9 @@ from tidu_compile.compiler.cache import (
     cache_key,
     default_cache_dir,
 )
-from tidu_compile.compiler.inspect import backward_nodes
+from tidu_compile.compiler.program import build_program
 from tidu_compile.executors.compiled import CompiledExecutor
+from tidu_compile.ops import TensorType
 
 
 def test_memory_cache_is_lru_and_bounded() -> None:
@@ -129,12 +131,14 @@ def test_program_keys_tell_shapes_and_dtypes_apart() -> None:
     shape and dtype. Kernel symbols are named after it, so two programs sharing a key
     would share native code: LLVM aborts the process, or one program's kernel runs on
     the other's buffers. Hence a ``gate``: it runs first and a failure stops the run."""
-    rng = np.random.default_rng(0)
+    graph = tc.RecordedGraph.from_primitive(ops.Sin(), [tc.Name("x")])
+    linear = graph.linearize([0])
     digests = {}
     for shape, dtype in SIGNATURES:
-        x = tc.tensor(random_array(rng, shape, dtype), requires_grad=True)
-        (node,) = backward_nodes(tc.sin(x))
-        digests[shape, dtype] = pipeline.program_digest(node.program())
+        t = TensorType(shape, dtype)
+        saved = {graph.input_keys[0]: t, graph.output_keys[0]: t}
+        program = build_program(graph, linear, [t], saved)
+        digests[shape, dtype] = pipeline.program_digest(program)
     assert len(set(digests.values())) == len(SIGNATURES), digests
 
 
