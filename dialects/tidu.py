@@ -4,21 +4,25 @@ Values are ranked tensors with static shapes (`tensor<4x8xf64>`, `tensor<f64>`) 
 f32, f64, complex<f32>, complex<f64> or i1; the elementwise ops also take scalars of
 those types, which is how they appear in the body of a `tidu.kernel`.
 
-The ops live in three files, re-exported here:
-- `tidu_elementwise`: arithmetic, math, compare/select, conversions, constants;
+The ops live in these files, re-exported here:
+- `tidu_elementwise`: the hand-written elementwise ops and the family bases;
+- `tidu_table`: the ops generated from the op table (exp, log, sub, div, ...);
 - `tidu_shape`: broadcast_in_dim, reduce_sum, reshape, transpose, dot_general;
 - `tidu_kernel`: kernel and yield.
 `tidu_base` holds the type helpers and the elementwise family base class.
 
-`PRIMITIVE_TO_OP` maps the class name of a Python primitive (`tidu_compile.ops`) to
-its op class, for the importer; `tensor_type(shape, dtype)` turns a numpy shape and
-dtype name into the tidu tensor type.
+The op list derives from the primitive op table (`tidu_table`): every primitive has one
+op, hand-written (`HAND_WRITTEN_OPS`) or generated (`GENERATED_OPS`); `op_class` and
+`primitive_class` map between primitive classes and op classes. `tensor_type(shape,
+dtype)` turns a numpy shape and dtype name into the tidu tensor type.
 """
 
 from __future__ import annotations
 
 from xdsl.ir import Dialect
 from xdsl.irdl import IRDLOperation
+
+from tidu_compile.ops import TensorOp
 
 from .tidu_base import (
     DTYPE_ELEMENT_TYPES,
@@ -39,15 +43,10 @@ from .tidu_elementwise import (
     ComplexPartOperation,
     ConjOp,
     ConvertOp,
-    CosOp,
-    DivOp,
-    ExpOp,
     FloatParameterUnaryOperation,
     FullLikeOp,
     ImagOp,
     LiteralUnaryOperation,
-    LogOp,
-    MaximumOp,
     MulOp,
     NegOp,
     PowOp,
@@ -56,100 +55,52 @@ from .tidu_elementwise import (
     SelectOp,
     ShiftOp,
     SinCosOp,
-    SinOp,
-    SqrtOp,
-    SubOp,
-    TanhOp,
     ToComplexOp,
     UnaryElementwiseOperation,
 )
 from .tidu_kernel import KernelOp, YieldOp
 from .tidu_shape import BroadcastInDimOp, DotGeneralOp, ReduceSumOp, ReshapeOp, TransposeOp
+from .tidu_table import derive_ops
 
-Tidu = Dialect(
-    "tidu",
-    [
-        # elementwise binary
-        AddOp,
-        SubOp,
-        MulOp,
-        DivOp,
-        MaximumOp,
-        # comparison and selection
-        CompareOp,
-        SelectOp,
-        # elementwise unary
-        NegOp,
-        ExpOp,
-        LogOp,
-        SinOp,
-        CosOp,
-        TanhOp,
-        SqrtOp,
-        ConjOp,
-        RealOp,
-        ImagOp,
-        SinCosOp,
-        # elementwise with parameters
-        PowOp,
-        ScaleOp,
-        ShiftOp,
-        FullLikeOp,
-        ToComplexOp,
-        ConvertOp,
-        # constants
-        ConstantOp,
-        # shape
-        BroadcastInDimOp,
-        ReduceSumOp,
-        ReshapeOp,
-        TransposeOp,
-        DotGeneralOp,
-        # fused kernels
-        KernelOp,
-        YieldOp,
-    ],
-    [],
-)
+HAND_WRITTEN_OPS: tuple[type[IRDLOperation], ...] = (
+    # elementwise with syntax, traits or canonicalization of their own
+    AddOp, MulOp, NegOp, ConjOp, RealOp, ImagOp, SinCosOp, CompareOp, SelectOp,
+    PowOp, ScaleOp, ShiftOp, FullLikeOp, ToComplexOp, ConvertOp, ConstantOp,
+    # shape
+    BroadcastInDimOp, ReduceSumOp, ReshapeOp, TransposeOp, DotGeneralOp,
+)  # fmt: skip
 
-PRIMITIVE_TO_OP: dict[str, type[IRDLOperation]] = {
-    "Add": AddOp,
-    "Sub": SubOp,
-    "Mul": MulOp,
-    "Div": DivOp,
-    "Maximum": MaximumOp,
-    "Compare": CompareOp,
-    "Select": SelectOp,
-    "Neg": NegOp,
-    "Exp": ExpOp,
-    "Log": LogOp,
-    "Sin": SinOp,
-    "Cos": CosOp,
-    "Tanh": TanhOp,
-    "Sqrt": SqrtOp,
-    "Conj": ConjOp,
-    "Real": RealOp,
-    "Imag": ImagOp,
-    "SinCos": SinCosOp,
-    "Pow": PowOp,
-    "Scale": ScaleOp,
-    "Shift": ShiftOp,
-    "FullLike": FullLikeOp,
-    "ToComplex": ToComplexOp,
-    "Convert": ConvertOp,
-    "Constant": ConstantOp,
-    "BroadcastInDim": BroadcastInDimOp,
-    "ReduceSum": ReduceSumOp,
-    "Reshape": ReshapeOp,
-    "Transpose": TransposeOp,
-    "DotGeneral": DotGeneralOp,
+OP_OF_PRIMITIVE, GENERATED_OPS = derive_ops(HAND_WRITTEN_OPS)
+"""Primitive class -> its dialect op class; the ops generated from the op table."""
+
+PRIMITIVE_OF_OP: dict[type[IRDLOperation], type[TensorOp]] = {
+    op: primitive for primitive, op in OP_OF_PRIMITIVE.items()
 }
-"""Python primitive class name -> tidu op class."""
+"""Dialect op class -> the primitive class it computes (the kernel and fusion ops have none)."""
+
+Tidu = Dialect("tidu", [*OP_OF_PRIMITIVE.values(), KernelOp, YieldOp], [])
+
+
+def op_class(primitive: type[TensorOp]) -> type[IRDLOperation]:
+    """The dialect op of a primitive class (`op_class(ops.Exp)` is `tidu.exp`'s class)."""
+    try:
+        return OP_OF_PRIMITIVE[primitive]
+    except KeyError:
+        raise KeyError(f"primitive {primitive.__name__} is not in the op table") from None
+
+
+def primitive_class(op: type[IRDLOperation]) -> type[TensorOp] | None:
+    """The primitive class a dialect op computes, or None (kernel, yield, other dialects)."""
+    return PRIMITIVE_OF_OP.get(op)
+
 
 __all__ = [
     "COMPARE_DIRECTIONS",
     "DTYPE_ELEMENT_TYPES",
-    "PRIMITIVE_TO_OP",
+    "GENERATED_OPS",
+    "HAND_WRITTEN_OPS",
+    "OP_OF_PRIMITIVE",
+    "PRIMITIVE_OF_OP",
     "AddOp",
     "BinaryElementwiseOperation",
     "BroadcastInDimOp",
@@ -158,19 +109,14 @@ __all__ = [
     "ConjOp",
     "ConstantOp",
     "ConvertOp",
-    "CosOp",
-    "DivOp",
     "DotGeneralOp",
     "ElementKind",
     "ElementwiseOperation",
-    "ExpOp",
     "FloatParameterUnaryOperation",
     "FullLikeOp",
     "ImagOp",
     "KernelOp",
     "LiteralUnaryOperation",
-    "LogOp",
-    "MaximumOp",
     "MulOp",
     "NegOp",
     "PowOp",
@@ -181,10 +127,6 @@ __all__ = [
     "SelectOp",
     "ShiftOp",
     "SinCosOp",
-    "SinOp",
-    "SqrtOp",
-    "SubOp",
-    "TanhOp",
     "Tidu",
     "ToComplexOp",
     "TransposeOp",
@@ -192,6 +134,8 @@ __all__ = [
     "YieldOp",
     "element_type",
     "is_value_type",
+    "op_class",
+    "primitive_class",
     "shape_of",
     "tensor_type",
     "with_element_type",

@@ -1,4 +1,4 @@
-"""The elementwise ops of the `tidu` dialect, and `tidu.constant`.
+"""The hand-written elementwise ops of the `tidu` dialect, and their family bases.
 
 Every op here works on static tensors of one shape or, inside a `tidu.kernel` body,
 on scalars. The custom syntax is described in `tidu_base`; the short form names the
@@ -6,6 +6,10 @@ type of the key operand only:
 
     %z = tidu.add %x, %y : tensor<4x8xf64>
     %m = tidu.mul %a, %b : f64
+
+An op is written here only when it has syntax, verification, traits or
+canonicalization of its own; every other elementwise primitive (`tidu.exp`,
+`tidu.sub`, ...) gets a generated op of the families below (`tidu_table`).
 """
 
 from __future__ import annotations
@@ -148,7 +152,7 @@ class FloatParameterUnaryOperation(UnaryElementwiseOperation):
 
 
 # ---------------------------------------------------------------------------------
-# Binary arithmetic
+# Binary arithmetic (the generated ones: sub, div, maximum, ...)
 # ---------------------------------------------------------------------------------
 
 
@@ -161,34 +165,11 @@ class AddOp(BinaryElementwiseOperation):
 
 
 @irdl_op_definition
-class SubOp(BinaryElementwiseOperation):
-    """Elementwise difference: `%z = tidu.sub %x, %y : tensor<4xcomplex<f64>>`."""
-
-    name = "tidu.sub"
-
-
-@irdl_op_definition
 class MulOp(BinaryElementwiseOperation):
     """Elementwise product: `%z = tidu.mul %x, %y : tensor<4xf32>`."""
 
     name = "tidu.mul"
     traits = traits_def(Pure(), Commutative(), TiduCanonicalization())
-
-
-@irdl_op_definition
-class DivOp(BinaryElementwiseOperation):
-    """Elementwise quotient: `%z = tidu.div %x, %y : tensor<f64>`."""
-
-    name = "tidu.div"
-
-
-@irdl_op_definition
-class MaximumOp(BinaryElementwiseOperation):
-    """Elementwise maximum of real values: `%z = tidu.maximum %x, %y : tensor<4xf64>`."""
-
-    name = "tidu.maximum"
-    traits = traits_def(Pure(), Commutative())
-    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.REAL
 
 
 # ---------------------------------------------------------------------------------
@@ -285,7 +266,7 @@ class SelectOp(ElementwiseOperation):
 
 
 # ---------------------------------------------------------------------------------
-# Unary math
+# Unary (the generated ones: exp, log, sin, cos, tanh, sqrt, ...)
 # ---------------------------------------------------------------------------------
 
 
@@ -295,48 +276,6 @@ class NegOp(UnaryElementwiseOperation):
 
     name = "tidu.neg"
     traits = traits_def(Pure(), TiduCanonicalization())
-
-
-@irdl_op_definition
-class ExpOp(UnaryElementwiseOperation):
-    """Elementwise exponential: `%y = tidu.exp %x : tensor<4xf64>`."""
-
-    name = "tidu.exp"
-
-
-@irdl_op_definition
-class LogOp(UnaryElementwiseOperation):
-    """Elementwise natural logarithm: `%y = tidu.log %x : tensor<4xf64>`."""
-
-    name = "tidu.log"
-
-
-@irdl_op_definition
-class SinOp(UnaryElementwiseOperation):
-    """Elementwise sine: `%y = tidu.sin %x : tensor<4xf64>`."""
-
-    name = "tidu.sin"
-
-
-@irdl_op_definition
-class CosOp(UnaryElementwiseOperation):
-    """Elementwise cosine: `%y = tidu.cos %x : tensor<4xf64>`."""
-
-    name = "tidu.cos"
-
-
-@irdl_op_definition
-class TanhOp(UnaryElementwiseOperation):
-    """Elementwise hyperbolic tangent: `%y = tidu.tanh %x : tensor<4xf64>`."""
-
-    name = "tidu.tanh"
-
-
-@irdl_op_definition
-class SqrtOp(UnaryElementwiseOperation):
-    """Elementwise square root: `%y = tidu.sqrt %x : tensor<4xf64>`."""
-
-    name = "tidu.sqrt"
 
 
 @irdl_op_definition
@@ -403,6 +342,7 @@ class PowOp(FloatParameterUnaryOperation):
 
     name = "tidu.pow"
     exponent = prop_def(FloatAttr.constr(f64))
+    traits = traits_def(Pure(), TiduCanonicalization())
     PARAMETER_NAME: ClassVar[str] = "exponent"
 
 
@@ -524,15 +464,10 @@ __all__ = [
     "CompareOp",
     "ConjOp",
     "ConvertOp",
-    "CosOp",
-    "DivOp",
-    "ExpOp",
     "FloatParameterUnaryOperation",
     "FullLikeOp",
     "ImagOp",
     "LiteralUnaryOperation",
-    "LogOp",
-    "MaximumOp",
     "MulOp",
     "NegOp",
     "PowOp",
@@ -541,10 +476,6 @@ __all__ = [
     "SelectOp",
     "ShiftOp",
     "SinCosOp",
-    "SinOp",
-    "SqrtOp",
-    "SubOp",
-    "TanhOp",
     "ToComplexOp",
     "UnaryElementwiseOperation",
 ]

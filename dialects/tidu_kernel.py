@@ -1,6 +1,6 @@
 """The structural ops of the fused-kernel pipeline: `tidu.kernel` and `tidu.yield`.
 
-A kernel is a fused loop nest over `iteration_shape`. Its body computes on element
+A kernel is a fused loop nest over its `domain` (the iteration sizes). Its body computes on element
 scalars with the elementwise tidu ops:
 
     %r:2 = tidu.kernel ins(%x, %y : tensor<8xf64>, tensor<8xf64>) domain [8]
@@ -64,7 +64,7 @@ class KernelOp(IRDLOperation):
 
     inputs = var_operand_def()
     outputs = var_result_def()
-    iteration_shape = prop_def(DenseArrayBase.constr(i64))
+    domain = prop_def(DenseArrayBase.constr(i64))
     operand_maps = prop_def(ArrayAttr.constr(DenseArrayBase.constr(i64)))
     result_maps = prop_def(ArrayAttr.constr(DenseArrayBase.constr(i64)))
     body = region_def()
@@ -75,7 +75,7 @@ class KernelOp(IRDLOperation):
         self,
         inputs: Sequence[SSAValue | Operation],
         result_types: Sequence[Attribute],
-        iteration_shape: Sequence[int],
+        domain: Sequence[int],
         operand_maps: Sequence[Sequence[int]],
         result_maps: Sequence[Sequence[int]],
         body: Region | None = None,
@@ -88,7 +88,7 @@ class KernelOp(IRDLOperation):
             operands=[inputs],
             result_types=[result_types],
             properties={
-                "iteration_shape": i64_array(iteration_shape),
+                "domain": i64_array(domain),
                 "operand_maps": ArrayAttr([i64_array(m) for m in operand_maps]),
                 "result_maps": ArrayAttr([i64_array(m) for m in result_maps]),
             },
@@ -96,11 +96,6 @@ class KernelOp(IRDLOperation):
         )
 
     # -- accessors -------------------------------------------------------------
-
-    @property
-    def domain(self) -> tuple[int, ...]:
-        """The iteration shape as a tuple."""
-        return array_values(self.iteration_shape)
 
     def operand_map(self, index: int) -> tuple[int, ...]:
         return array_values(self.operand_maps.data[index])
@@ -116,10 +111,10 @@ class KernelOp(IRDLOperation):
     # -- verification ----------------------------------------------------------
 
     def verify_(self) -> None:
-        domain = self.domain
+        domain = array_values(self.domain)
         if any(size < 0 for size in domain):
             raise VerifyException(
-                f"{self.name} has the iteration_shape {_listed(domain)}, but sizes must not "
+                f"{self.name} has the domain {_listed(domain)}, but sizes must not "
                 "be negative."
             )
         for what, maps, values in (
@@ -135,23 +130,29 @@ class KernelOp(IRDLOperation):
             raise VerifyException(f"{self.name} must have at least one result.")
         for index, value in enumerate(self.inputs):
             tensor = verify_tensor(self, f"operand {index}", value.type, ElementKind.ANY)
-            self._verify_operand_map(index, tensor, domain)
+            self._verify_map("operand", index, tensor, domain)
         for index, value in enumerate(self.outputs):
             tensor = verify_tensor(self, f"result {index}", value.type, ElementKind.ANY)
-            self._verify_result_map(index, tensor, domain)
+            self._verify_map("result", index, tensor, domain)
+            self._verify_reduction(index, tensor)
         self._verify_body()
 
-    def _verify_operand_map(self, index: int, tensor: TensorType, domain: tuple[int, ...]) -> None:
-        mapping = self.operand_map(index)
+    def _verify_map(
+        self, what: str, index: int, tensor: TensorType, domain: tuple[int, ...]
+    ) -> None:
+        """The map of operand or result ``index``: per dimension of ``tensor``, a distinct
+        iteration dimension of the same size (or, for an operand, -1: a size-1 dimension
+        read at index 0)."""
+        mapping = self.operand_map(index) if what == "operand" else self.result_map(index)
         shape = tensor.get_shape()
         if len(mapping) != len(shape):
             raise VerifyException(
-                f"{self.name} operand {index} ({tensor}) has the map {_listed(mapping)}, but "
-                f"it needs one entry per operand dimension ({len(shape)})."
+                f"{self.name} {what} {index} ({tensor}) has the map {_listed(mapping)}, but "
+                f"it needs one entry per {what} dimension ({len(shape)})."
             )
         seen: set[int] = set()
         for dim, (size, it) in enumerate(zip(shape, mapping, strict=True)):
-            if it == -1:
+            if it == -1 and what == "operand":
                 if size != 1:
                     raise VerifyException(
                         f"{self.name} operand {index} ({tensor}) maps dimension {dim} to -1 "
@@ -160,47 +161,24 @@ class KernelOp(IRDLOperation):
                 continue
             if not 0 <= it < len(domain):
                 raise VerifyException(
-                    f"{self.name} operand {index} maps dimension {dim} to iteration dimension "
+                    f"{self.name} {what} {index} maps dimension {dim} to iteration dimension "
                     f"{it}, which is out of range for the domain {_listed(domain)}."
                 )
             if it in seen:
                 raise VerifyException(
-                    f"{self.name} operand {index} has the map {_listed(mapping)}, which uses "
+                    f"{self.name} {what} {index} has the map {_listed(mapping)}, which uses "
                     f"iteration dimension {it} twice."
                 )
             seen.add(it)
             if size != domain[it]:
                 raise VerifyException(
-                    f"{self.name} operand {index} ({tensor}) maps dimension {dim} of size "
+                    f"{self.name} {what} {index} ({tensor}) maps dimension {dim} of size "
                     f"{size} to iteration dimension {it} of size {domain[it]}; the sizes must "
                     "be equal."
                 )
 
-    def _verify_result_map(self, index: int, tensor: TensorType, domain: tuple[int, ...]) -> None:
-        mapping = self.result_map(index)
-        shape = tensor.get_shape()
-        if len(mapping) != len(shape):
-            raise VerifyException(
-                f"{self.name} result {index} ({tensor}) has the map {_listed(mapping)}, but it "
-                f"needs one entry per result dimension ({len(shape)})."
-            )
-        for dim, (size, it) in enumerate(zip(shape, mapping, strict=True)):
-            if not 0 <= it < len(domain):
-                raise VerifyException(
-                    f"{self.name} result {index} maps dimension {dim} to iteration dimension "
-                    f"{it}, which is out of range for the domain {_listed(domain)}."
-                )
-            if size != domain[it]:
-                raise VerifyException(
-                    f"{self.name} result {index} ({tensor}) maps dimension {dim} of size "
-                    f"{size} to iteration dimension {it} of size {domain[it]}; the sizes must "
-                    "be equal."
-                )
-        if len(set(mapping)) != len(mapping):
-            raise VerifyException(
-                f"{self.name} result {index} has the map {_listed(mapping)}, which uses an "
-                "iteration dimension twice."
-            )
+    def _verify_reduction(self, index: int, tensor: TensorType) -> None:
+        """A result summed over some iteration dimensions has a numeric element type."""
         reduced = self.reduced_dims(index)
         element = tensor.element_type
         assert isinstance(element, Attribute)
@@ -245,7 +223,7 @@ class KernelOp(IRDLOperation):
             printer.print_string(" : ")
             printer.print_list(self.inputs.types, printer.print_attribute)
         printer.print_string(") domain ")
-        _print_ints(printer, self.domain)
+        _print_ints(printer, array_values(self.domain))
         printer.print_string(" maps ")
         _print_maps(printer, self.operand_maps)
         printer.print_string(" -> ")
@@ -289,7 +267,7 @@ class KernelOp(IRDLOperation):
             operands=inputs,
             result_types=result_types,
             properties={
-                "iteration_shape": i64_array(domain),
+                "domain": i64_array(domain),
                 "operand_maps": ArrayAttr([i64_array(m) for m in operand_maps]),
                 "result_maps": ArrayAttr([i64_array(m) for m in result_maps]),
             },

@@ -16,9 +16,10 @@ class has a row here (``has_complex_lowering``).
                                               %mi = arith.addf %2, %3 : f64
 
 Formulas: textbook multiplication (as numpy), Smith's algorithm for division,
-``exp(a + bi) = e^a (cos b + i sin b)``; compare eq is "both parts equal", ne its
+``exp(a + bi) = e^a (cos b + i sin b)``, sinh and cosh from the real parts' sinh,
+cosh, sin and cos; compare eq is "both parts equal", ne its
 negation (NaN parts compare unequal). Infinite and NaN parts may differ from numpy's
-special cases in mul, div and exp.
+special cases in mul, div, exp, sinh and cosh.
 """
 
 from __future__ import annotations
@@ -27,11 +28,16 @@ from collections.abc import Callable, Sequence
 
 from tidu_compile.dialects import tidu_constant
 from tidu_compile.dialects import tidu_elementwise as ew
+from tidu_compile.dialects.tidu import primitive_class
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import AnyFloat, ComplexType, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from .tidu_scalar_lowering import Emit, constant
+from tidu_compile import ops
+from tidu_compile.ops import TensorOp
+
+from .scalar_emit import Emit, Scalars, constant
+from .tidu_math_lowering import cosh_of, sinh_of
 
 Scalar = tuple[SSAValue, ...]
 """A lowered element: ``(value,)`` for a real or i1 value, ``(re, im)`` for a complex one."""
@@ -184,31 +190,54 @@ def _exp(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
              _mul(emit, scale, emit(math.SinOp(im)).results[0]))]
 
 
-COMPLEX_LOWERINGS: dict[type[Operation], ComplexLowering] = {
-    ew.AddOp: _componentwise(_add),
-    ew.SubOp: _componentwise(_sub),
-    ew.MulOp: lambda op, args, emit: [complex_mul(emit, args[0], args[1])],
-    ew.DivOp: lambda op, args, emit: [complex_div(emit, args[0], args[1])],
-    ew.NegOp: _neg,
-    ew.ConjOp: _conj,
-    ew.RealOp: _real,
-    ew.ImagOp: _imag,
-    ew.ToComplexOp: _to_complex,
-    ew.ScaleOp: _scale,
-    ew.ShiftOp: _shift,
-    ew.FullLikeOp: _full_like,
-    tidu_constant.ConstantOp: _full_like,
-    ew.SelectOp: _select_op,
-    ew.CompareOp: _compare,
-    ew.ConvertOp: _convert,
-    ew.ExpOp: _exp,
+def _hyperbolic(sinh_like: bool) -> ComplexLowering:
+    """``sinh(a + bi) = sinh a cos b + i cosh a sin b``,
+    ``cosh(a + bi) = cosh a cos b + i sinh a sin b`` (the real rows' sinh and cosh)."""
+
+    def lower(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+        a, b = args[0]
+        f = Scalars(emit, a.type)
+        sinh_a, cosh_a = sinh_of(f, a), cosh_of(f, a)
+        first, second = (sinh_a, cosh_a) if sinh_like else (cosh_a, sinh_a)
+        return [(f.mul(first, emit(math.CosOp(b)).results[0]),
+                 f.mul(second, emit(math.SinOp(b)).results[0]))]
+
+    return lower
+
+
+COMPLEX_LOWERINGS: dict[type[TensorOp], ComplexLowering] = {
+    ops.Add: _componentwise(_add),
+    ops.Sub: _componentwise(_sub),
+    ops.Mul: lambda op, args, emit: [complex_mul(emit, args[0], args[1])],
+    ops.Div: lambda op, args, emit: [complex_div(emit, args[0], args[1])],
+    ops.Neg: _neg,
+    ops.Conj: _conj,
+    ops.Real: _real,
+    ops.Imag: _imag,
+    ops.ToComplex: _to_complex,
+    ops.Scale: _scale,
+    ops.Shift: _shift,
+    ops.FullLike: _full_like,
+    ops.Constant: _full_like,
+    ops.Select: _select_op,
+    ops.Compare: _compare,
+    ops.Convert: _convert,
+    ops.Exp: _exp,
+    ops.Sinh: _hyperbolic(sinh_like=True),
+    ops.Cosh: _hyperbolic(sinh_like=False),
 }
-"""tidu op class -> builder of its arith/math equivalent on (re, im) pairs."""
+"""Primitive class -> builder of its dialect op's arith/math equivalent on (re, im) pairs."""
+
+
+def complex_lowering(op: Operation) -> ComplexLowering | None:
+    """The rule lowering ``op`` on complex values inside a kernel, or None."""
+    primitive = primitive_class(type(op))
+    return None if primitive is None else COMPLEX_LOWERINGS.get(primitive)
 
 
 def has_complex_lowering(op: Operation) -> bool:
     """Whether an op on complex values can be lowered inside a kernel."""
-    return type(op) in COMPLEX_LOWERINGS
+    return complex_lowering(op) is not None
 
 
 __all__ = [
@@ -216,6 +245,7 @@ __all__ = [
     "ComplexLowering",
     "Scalar",
     "complex_div",
+    "complex_lowering",
     "complex_mul",
     "has_complex_lowering",
 ]

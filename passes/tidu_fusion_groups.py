@@ -24,23 +24,26 @@ from xdsl.dialects.builtin import TensorType, i1
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from .tidu_complex_lowering import has_complex_lowering
+from .tidu_scalar_lowering import scalar_lowering
 
 
 def is_fusible(op: Operation, complex_kernels: bool = False) -> bool:
-    """THE predicate on types: whether ``op`` may compute inside a kernel. Tensors of
-    f32, f64 and i1 always; complex ones only with ``complex_kernels`` and when the op
-    has a row in ``COMPLEX_LOWERINGS`` (or is a broadcast or a reduction)."""
+    """THE predicate: whether ``op`` may compute inside a kernel. An elementwise op needs
+    a lowering row for its element types (``SCALAR_LOWERINGS`` for f32, f64 and i1;
+    ``COMPLEX_LOWERINGS`` for complex values, and only with ``complex_kernels``), so a
+    kernel never holds an op that ``tidu-lower-to-loops`` cannot lower; broadcasts and
+    reductions join on any of these types (complex ones with ``complex_kernels``)."""
     types = [*op.operand_types, *op.result_types]
     if not types or not all(isinstance(t, TensorType) for t in types):
         return False
     elements = [element_type(t) for t in types]
     if not all(is_real_element(e) or e == i1 or is_complex_element(e) for e in elements):
         return False
-    if not any(is_complex_element(e) for e in elements):
-        return True
-    return complex_kernels and (
-        not isinstance(op, ElementwiseOperation) or has_complex_lowering(op)
-    )
+    if any(is_complex_element(e) for e in elements):
+        return complex_kernels and (
+            not isinstance(op, ElementwiseOperation) or has_complex_lowering(op)
+        )
+    return not isinstance(op, ElementwiseOperation) or scalar_lowering(op) is not None
 
 
 class FusionKind(Enum):

@@ -1,10 +1,14 @@
 """The scalar half of ``tidu-lower-to-loops``: one table from tidu op to arith/math.
 
 Inside a ``tidu.kernel`` body the tidu ops compute on element scalars (f32, f64,
-i1). ``SCALAR_LOWERINGS`` maps each op class to a builder that receives the op,
-its operands already lowered, and an ``emit`` callback that inserts one standard op
-at the current position and returns it; the builder returns the lowered results.
-A tidu op without a row, or with complex scalars, raises ``LoweringError``.
+i1). ``SCALAR_LOWERINGS`` maps each primitive class (the op table's key, see
+``tidu_compile.ops``) to a builder that receives the dialect op, its operands already
+lowered, and an ``emit`` callback that inserts one standard op at the current position
+and returns it; the builder returns the lowered results. This row is all the compiler
+needs of a new elementwise op: ``tidu-fuse-elementwise`` admits exactly the ops with a
+row (``is_fusible``). A tidu op without a row, or with complex scalars, raises
+``LoweringError``. The rows of the math functions (log1p, sinh, hypot, mod, ...) are in
+``tidu_math_lowering``, merged here.
 
     %p = tidu.mul %a, %b : f64          %p = arith.mulf %a, %b : f64
     %e = tidu.exp %p : f64        ->    %e = math.exp %p : f64
@@ -24,17 +28,18 @@ from collections.abc import Callable, Sequence
 
 from tidu_compile.dialects import tidu_constant
 from tidu_compile.dialects import tidu_elementwise as ew
+from tidu_compile.dialects.tidu import primitive_class
 from tidu_compile.dialects.tidu_base import is_complex_element
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr, i1
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import AnyFloat, i1
+from xdsl.ir import Operation, SSAValue
+
+from tidu_compile import ops
+from tidu_compile.ops import TensorOp
 
 from .errors import LoweringError
-
-PASS_NAME = "tidu-lower-to-loops"
-
-Emit = Callable[[Operation], Operation]
-"""Insert an op at the current position of the loop body and return it."""
+from .scalar_emit import Emit, constant
+from .tidu_math_lowering import MATH_LOWERINGS
 
 ScalarLowering = Callable[[Operation, Sequence[SSAValue], Emit], Sequence[SSAValue]]
 
@@ -50,14 +55,6 @@ COMPARE_PREDICATES: dict[str, str] = {
     "ne": "une",
 }
 """tidu.compare direction -> arith.cmpf predicate (numpy semantics on NaN)."""
-
-
-def constant(emit: Emit, value: float, type_: Attribute) -> SSAValue:
-    """An ``arith.constant`` of a float or i1 type."""
-    if type_ == i1:
-        return emit(arith.ConstantOp(IntegerAttr(int(value), i1))).results[0]
-    assert isinstance(type_, AnyFloat)
-    return emit(arith.ConstantOp(FloatAttr(value, type_))).results[0]
 
 
 def _binary(op_class: type[arith.FloatingPointLikeBinaryOperation]) -> ScalarLowering:
@@ -160,44 +157,55 @@ def _sincos(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSA
     return [emit(math.SinOp(args[0])).results[0], emit(math.CosOp(args[0])).results[0]]
 
 
-SCALAR_LOWERINGS: dict[type[Operation], ScalarLowering] = {
-    ew.AddOp: _binary(arith.AddfOp),
-    ew.SubOp: _binary(arith.SubfOp),
-    ew.MulOp: _binary(arith.MulfOp),
-    ew.DivOp: _binary(arith.DivfOp),
-    ew.MaximumOp: _binary(arith.MaximumfOp),
-    ew.CompareOp: _compare,
-    ew.SelectOp: _select,
-    ew.NegOp: _neg,
-    ew.ExpOp: _unary_math(math.ExpOp),
-    ew.LogOp: _unary_math(math.LogOp),
-    ew.SinOp: _unary_math(math.SinOp),
-    ew.CosOp: _unary_math(math.CosOp),
-    ew.TanhOp: _unary_math(math.TanhOp),
-    ew.SqrtOp: _unary_math(math.SqrtOp),
-    ew.SinCosOp: _sincos,
-    ew.ConjOp: _identity,
-    ew.RealOp: _identity,
-    ew.ImagOp: _imag,
-    ew.PowOp: _pow,
-    ew.ScaleOp: _scale,
-    ew.ShiftOp: _shift,
-    ew.FullLikeOp: _full_like,
-    tidu_constant.ConstantOp: _constant,
-    ew.ConvertOp: _convert,
+SCALAR_LOWERINGS: dict[type[TensorOp], ScalarLowering] = {
+    ops.Add: _binary(arith.AddfOp),
+    ops.Sub: _binary(arith.SubfOp),
+    ops.Mul: _binary(arith.MulfOp),
+    ops.Div: _binary(arith.DivfOp),
+    ops.Maximum: _binary(arith.MaximumfOp),
+    ops.Compare: _compare,
+    ops.Select: _select,
+    ops.Neg: _neg,
+    ops.Exp: _unary_math(math.ExpOp),
+    ops.Log: _unary_math(math.LogOp),
+    ops.Sin: _unary_math(math.SinOp),
+    ops.Cos: _unary_math(math.CosOp),
+    ops.Tanh: _unary_math(math.TanhOp),
+    ops.Sqrt: _unary_math(math.SqrtOp),
+    ops.SinCos: _sincos,
+    ops.Conj: _identity,
+    ops.Real: _identity,
+    ops.Imag: _imag,
+    ops.Pow: _pow,
+    ops.Scale: _scale,
+    ops.Shift: _shift,
+    ops.FullLike: _full_like,
+    ops.Constant: _constant,
+    ops.Convert: _convert,
+    **MATH_LOWERINGS,
 }
-"""tidu op class -> builder of its arith/math equivalent on real (or i1) scalars."""
+"""Primitive class -> builder of its dialect op's arith/math equivalent on real (or i1)
+scalars: the one lowering row an elementwise op needs (the math functions' rows are in
+``tidu_math_lowering``)."""
+
+
+def scalar_lowering(op: Operation) -> ScalarLowering | None:
+    """The rule lowering ``op`` on real or i1 scalars inside a kernel, or None."""
+    primitive = primitive_class(type(op))
+    return None if primitive is None else SCALAR_LOWERINGS.get(primitive)
 
 
 def lower_scalar_op(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
     """Lower one tidu op of a kernel body; ``LoweringError`` if there is no rule."""
-    rule = SCALAR_LOWERINGS.get(type(op))
+    from .tidu_lower_to_loops import TiduLowerToLoopsPass  # the pass this table serves
+
+    rule = scalar_lowering(op)
     if rule is None:
-        raise LoweringError(PASS_NAME, op.name, "no scalar lowering rule for this op in a "
-                            "tidu.kernel body")
+        raise LoweringError(TiduLowerToLoopsPass.name, op.name, "no scalar lowering rule for "
+                            "this op in a tidu.kernel body")
     if any(is_complex_element(t) for t in (*op.operand_types, *op.result_types)):
-        raise LoweringError(PASS_NAME, op.name, "complex scalars are lowered by "
-                            "tidu_complex_lowering.COMPLEX_LOWERINGS, not this table")
+        raise LoweringError(TiduLowerToLoopsPass.name, op.name, "complex scalars are lowered "
+                            "by tidu_complex_lowering.COMPLEX_LOWERINGS, not this table")
     results = rule(op, args, emit)
     assert len(results) == len(op.results)
     return results
@@ -211,4 +219,5 @@ __all__ = [
     "ScalarLowering",
     "constant",
     "lower_scalar_op",
+    "scalar_lowering",
 ]

@@ -3,6 +3,9 @@
 Everything in DESIGN.md's public contract is importable from here.
 """
 
+from typing import Any
+
+from tidu_compile import func  # noqa: E402 - the transforms build on everything above
 from tidu_compile.ad import (
     ADKey,
     ADRuleError,
@@ -26,41 +29,20 @@ from tidu_compile.eager import (
     Trace,
     backward,
 )
+from tidu_compile.evaluation import evaluate_graph
 from tidu_compile.executors.reference import ReferenceExecutor
 from tidu_compile.frontend import (
+    FUNCTIONS,
     Tensor,
-    add,
-    broadcast_to,
-    conj,
-    cos,
-    divide,
-    exp,
+    TracedValueError,
     function,
     get_default_executor,
     grad,
-    imag,
-    log,
-    matmul,
-    maximum,
-    mean,
-    multiply,
-    negative,
     no_grad,
-    power,
-    real,
-    reshape,
     set_default_executor,
-    sin,
-    sincos,
-    sqrt,
-    subtract,
-    sum,
-    tanh,
     tensor,
-    transpose,
     use_executor,
-    where,
-)  # fmt: skip
+)
 from tidu_compile.graph import (
     Derived,
     External,
@@ -82,22 +64,28 @@ from tidu_compile.graph import (
 
 __version__ = "0.1.0"
 
+globals().update(FUNCTIONS)  # exp, sum, matmul, where, ...: see tidu_compile.frontend
+
 __all__ = [
     "ADKey", "ADRuleError", "ADRuleKind", "BackwardExecutor", "Derived", "EagerInput",
     "EagerOutput", "External", "Graph", "GraphBuilder", "Input", "InputDef", "KeySource",
     "Linearized", "LinearizedGraph", "Local", "Name", "OperationKey", "OperationNode", "Primary",
     "Primitive", "PrimitiveBuilder", "PrimitiveGraph", "PrimitiveValue", "ProducedDef",
     "RecordedGraph", "Recorder", "ReferenceExecutor", "ResolvedView", "Tensor", "Trace",
-    "ValueNode", "add", "backward", "broadcast_to", "conj", "cos", "divide", "exp", "function",
-    "get_default_executor", "grad", "imag", "linear_transpose", "linear_transpose_with_builder",
-    "linearize", "log", "matmul", "maximum", "mean", "multiply", "negative", "no_grad", "power",
-    "real", "reshape", "resolve", "set_default_executor", "sin", "sincos", "sqrt", "subtract",
-    "sum", "tanh", "tensor", "transpose", "use_executor", "where",
+    "TracedValueError",
+    "ValueNode", "backward", "evaluate_graph", "function", "get_default_executor", "grad",
+    "func", "linear_transpose", "linear_transpose_with_builder", "linearize", "no_grad",
+    "resolve",
+    "set_default_executor", "tensor", "use_executor", *FUNCTIONS,
 ]  # fmt: skip
 
 
-def __getattr__(name: str) -> object:
-    """``CompiledExecutor`` (and its error) import lazily: llvmlite and xDSL load on first use."""
+def __getattr__(name: str) -> Any:
+    """``CompiledExecutor`` (and its error) import lazily: llvmlite and xDSL load on first use.
+
+    (Typed ``Any``: for a type checker, the functions generated from the op table, which
+    this module's namespace holds at run time, are reached through here.)
+    """
     if name in ("CompiledExecutor", "CompileForbiddenError", "ExecutorStats"):
         from tidu_compile.executors import compiled
 

@@ -144,10 +144,12 @@ PrimitiveBuilder.register(GraphBuilder)
 class Primitive(ABC):
     """A primitive operation: hashable, comparable, with JVP and transpose rules.
 
-    Subclasses are typically frozen dataclasses. ``jvp_rule`` receives refs for the
-    primal inputs and outputs and builder ids (or None) for the input tangents, and
-    returns one tangent id (or None) per output. ``transpose_rule`` receives builder ids
-    (or None) for the output cotangents and the op's inputs as ``External(key)``, and
+    Subclasses are typically frozen dataclasses. As in tidu, ``jvp_rule`` receives the
+    primal inputs and outputs as *value keys* (``primal_in: &[ValueKey]``) and builder ids
+    (or None) for the input tangents, and returns one tangent id (or None) per output; a
+    rule that reads a primal wraps it itself, ``External(primal_inputs[1])``.
+    ``transpose_rule`` receives builder ids (or None) for the output cotangents and the
+    op's inputs as value refs (``External(key)``, tidu's ``&[PrimitiveValue]``), and
     returns one cotangent id (or None) per input.
     """
 
@@ -167,8 +169,8 @@ class Primitive(ABC):
     def jvp_rule(
         self,
         builder: PrimitiveBuilder,
-        primal_inputs: Sequence[PrimitiveValue],
-        primal_outputs: Sequence[PrimitiveValue],
+        primal_inputs: Sequence[ValueKey],
+        primal_outputs: Sequence[ValueKey],
         tangent_inputs: Sequence[int | None],
         ctx: Any,
     ) -> list[int | None]:
@@ -289,8 +291,8 @@ def _apply_jvp(
     tangents = [tangent_of.get(k) for k in op_key.inputs]
     if all(t is None for t in tangents):
         return [None] * output_count
-    primal_inputs = [External(k) for k in op_key.inputs]
-    primal_outputs = [External(Derived(op_key, s)) for s in range(output_count)]
+    primal_inputs = list(op_key.inputs)  # value keys, as tidu's rules receive them
+    primal_outputs = [Derived(op_key, s) for s in range(output_count)]
     result = op.jvp_rule(builder, primal_inputs, primal_outputs, tangents, ctx)
     return _checked_rule_result(result, output_count, op, ADRuleKind.JVP)
 
@@ -368,12 +370,13 @@ def linear_transpose_with_builder(
     for out_id, seed in zip(graph.outputs, cotangent_seeds, strict=True):
         if seed is None:
             continue
-        if out_id in cotangent and not graph.operations:
+        some_op = _any_operation(graph) if out_id in cotangent else None
+        if out_id in cotangent and some_op is None:
             raise ValueError(
-                "cotangent_seeds: two seeds reach one value of a graph with no operations, "
-                "so there is no primitive set to add them with"
+                "cotangent_seeds: two seeds reach one value of a graph with no operations "
+                "(nor its parents), so there is no primitive set to add them with"
             )
-        accumulate(out_id, seed, graph.operations[0].operation if graph.operations else None)
+        accumulate(out_id, seed, some_op)
 
     for node in reversed(graph.operations):
         if not isinstance(node.role, Linearized):
@@ -400,6 +403,18 @@ def linear_transpose_with_builder(
             if isinstance(ref, Local):
                 accumulate(ref.id, contribution, node.operation)
     return [cotangent.get(local_id) for _, local_id in linear.tangent_inputs]
+
+
+def _any_operation(graph: Graph) -> Any:
+    """An op of ``graph`` or of its parents (breadth first), naming the primitive set whose
+    ``add()`` accumulates cotangents; None when there is none."""
+    queue = [graph]
+    while queue:
+        current = queue.pop(0)
+        if current.operations:
+            return current.operations[0].operation
+        queue.extend(current.parents)
+    return None
 
 
 def linear_transpose(linear: LinearizedGraph, ctx: Any = None) -> LinearizedGraph:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, fresh_pass_id, linearize
+from tidu_compile.evaluation import evaluate_graph
 from tidu_compile.graph import Graph, GraphBuilder, Input, Primary, ValueKey, resolve
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Recorder",
     "Trace",
     "backward",
+    "upstream_nodes",
 ]
 
 
@@ -79,28 +81,53 @@ def _raw_key(key: Hashable) -> Hashable:
 
 
 class RecordedGraph:
-    """A graph as recorded on the tape, with its input and output keys in graph order."""
+    """A graph as recorded on the tape, with its input and output keys in graph order.
 
-    __slots__ = ("graph", "input_keys", "output_keys", "__weakref__")
+    As in tidu, ``input_keys`` are the *raw* input keys (``Vec<Op::InputKey>``) and
+    ``output_keys`` are value keys::
+
+        >>> RecordedGraph.from_primitive(Exp(), ["x"]).input_keys    # doctest: +SKIP
+        ['x']
+
+    ``input_value_keys`` are the inputs' value keys (``Input(k)``), under which the tape
+    saves the inputs' data.
+    """
+
+    __slots__ = (
+        "graph", "input_keys", "output_keys", "input_value_keys", "structure", "__weakref__"
+    )  # fmt: skip
 
     def __init__(
-        self, graph: Graph, input_keys: Sequence[ValueKey], output_keys: Sequence[ValueKey]
+        self, graph: Graph, input_keys: Sequence[Hashable], output_keys: Sequence[ValueKey]
     ) -> None:
         if not isinstance(graph, Graph):
             raise TypeError(f"graph: expected a Graph, got {type(graph).__name__}")
         self.graph = graph
-        self.input_keys = tuple(input_keys)
-        self.output_keys = tuple(output_keys)
-        if list(self.input_keys) != graph.input_keys():
-            raise ValueError(
-                "input_keys: must list the graph's input keys in graph order, "
-                f"got {list(self.input_keys)!r}, graph has {graph.input_keys()!r}"
+        self.input_keys: list[Hashable] = list(input_keys)
+        self.output_keys: list[ValueKey] = list(output_keys)
+        self.input_value_keys: tuple[ValueKey, ...] = tuple(graph.input_keys())
+        expected_inputs = [k.key for k in self.input_value_keys]  # type: ignore[union-attr]
+        if self.input_keys != expected_inputs:
+            hint = (
+                " (value keys Input(k) were given: pass the raw keys k)"
+                if self.input_keys == list(self.input_value_keys)
+                else ""
             )
-        if list(self.output_keys) != graph.output_keys():
+            raise ValueError(
+                "input_keys: must list the graph's raw input keys in graph order, "
+                f"got {self.input_keys!r}, graph has {expected_inputs!r}{hint}"
+            )
+        if self.output_keys != graph.output_keys():
             raise ValueError(
                 "output_keys: must list the graph's output keys in graph order "
                 f"({len(graph.outputs)} outputs), got {len(self.output_keys)} keys"
             )
+        #: ``(input value keys, output keys)``: hashable, equal for equal structures
+        #: (what executors memoize a node's transforms by).
+        self.structure: tuple[tuple[ValueKey, ...], tuple[ValueKey, ...]] = (
+            self.input_value_keys,
+            tuple(self.output_keys),
+        )
 
     @classmethod
     def from_primitive(cls, op: Any, input_keys: Sequence[Hashable]) -> RecordedGraph:
@@ -110,7 +137,13 @@ class RecordedGraph:
         outputs = builder.add_operation(op, ids, Primary())
         builder.set_outputs(outputs)
         graph = builder.build()
-        return cls(graph, graph.input_keys(), graph.output_keys())
+        return cls(graph, [_raw_key(k) for k in input_keys], graph.output_keys())
+
+    @classmethod
+    def from_graph(cls, graph: Graph) -> RecordedGraph:
+        """``graph`` recorded with its own inputs and outputs (the usual case)."""
+        raw = [k.key for k in graph.input_keys() if isinstance(k, Input)]
+        return cls(graph, raw, graph.output_keys())
 
     def linearize(self, output_slots: Sequence[int], ctx: Any = None) -> LinearizedGraph:
         """JVP graph of the given output slots with respect to every input."""
@@ -123,7 +156,7 @@ class RecordedGraph:
         return linearize(
             resolve(self.graph),
             [self.output_keys[s] for s in output_slots],
-            [k.key for k in self.input_keys if isinstance(k, Input)],
+            self.input_keys,
             fresh_pass_id(),
             ctx,
         )
@@ -225,7 +258,7 @@ class Recorder:
         keys = self.fresh_input_keys(len(outputs))
         if not any(i.requires_grad for i in inputs):
             return [EagerOutput(k, None, False, s) for s, k in enumerate(keys)]
-        saved = {gk: i.data for gk, i in zip(graph.input_keys, inputs, strict=True)}
+        saved = {gk: i.data for gk, i in zip(graph.input_value_keys, inputs, strict=True)}
         if retained_values:
             saved.update(retained_values)
         edges = tuple(_Edge(i.key, i.trace, i.requires_grad) for i in inputs)
@@ -285,21 +318,24 @@ class BackwardExecutor(ABC):
         """
         return self.run_transposed_linear(linear, cotangent_out, external_data, ctx)
 
+    def run_graph(self, graph: RecordedGraph, inputs: Sequence[Any]) -> list:
+        """The values of ``graph``'s outputs for one value per input (forward mode and
+        higher order evaluate derived graphs with it). The default evaluates op by op
+        (``evaluate_graph``); a compiling executor overrides it (a tidu_compile addition
+        to tidu's protocol)."""
+        if len(inputs) != len(graph.input_keys):
+            raise ValueError(
+                f"inputs: {graph!r} takes {len(graph.input_keys)} inputs, got {len(inputs)}"
+            )
+        return evaluate_graph(graph.graph, dict(zip(graph.input_value_keys, inputs, strict=True)))
 
-def _visiting_order(output_trace: Trace) -> tuple[Trace, ...]:
-    """``output_trace`` and the nodes it depends on, consumers first; cached on the node
-    (without itself: a node never references itself, so no reference cycle)."""
-    upstream = output_trace.upstream
-    if upstream is None:
-        upstream = output_trace.upstream = tuple(_reverse_topological(output_trace)[1:])
-    return (output_trace, *upstream)
 
-
-def _reverse_topological(output_trace: Trace) -> list[Trace]:
-    """Nodes reachable from ``output_trace``, consumers first (iterative DFS)."""
+def upstream_nodes(roots: Sequence[Trace]) -> list[Trace]:
+    """The nodes reachable from ``roots`` (themselves included), consumers first: the
+    order ``backward`` visits them in; reversed, the order forward mode visits them in."""
     order: list[Trace] = []
     visited: set[int] = set()
-    stack: list[tuple[Trace, bool]] = [(output_trace, False)]
+    stack: list[tuple[Trace, bool]] = [(r, False) for r in reversed(roots)]
     while stack:
         trace, expanded = stack.pop()
         if expanded:
@@ -314,6 +350,20 @@ def _reverse_topological(output_trace: Trace) -> list[Trace]:
                 stack.append((edge.trace, False))
     order.reverse()
     return order
+
+
+def _visiting_order(output_trace: Trace) -> tuple[Trace, ...]:
+    """``output_trace`` and the nodes it depends on, consumers first; cached on the node
+    (without itself: a node never references itself, so no reference cycle)."""
+    upstream = output_trace.upstream
+    if upstream is None:
+        upstream = output_trace.upstream = tuple(_reverse_topological(output_trace)[1:])
+    return (output_trace, *upstream)
+
+
+def _reverse_topological(output_trace: Trace) -> list[Trace]:
+    """Nodes reachable from ``output_trace``, consumers first (iterative DFS)."""
+    return upstream_nodes([output_trace])
 
 
 def _check_seed(seed: Any, trace: Trace, slot: int) -> None:

@@ -27,6 +27,7 @@ from tidu_compile.ad import (
     PrimitiveBuilder,
 )
 from tidu_compile.graph import (
+    External,
     Linearized,
     Primary,
     PrimitiveValue,
@@ -180,7 +181,7 @@ class Mul(ScalarPrim):
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         log_rule(ctx, ADRuleKind.JVP, self, tangent_inputs)
-        x, y = primal_inputs
+        x, y = External(primal_inputs[0]), External(primal_inputs[1])
         dx, dy = tangent_inputs
         terms = []
         if dx is not None:
@@ -277,7 +278,7 @@ class Exp(ScalarPrim):
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         log_rule(ctx, ADRuleKind.JVP, self, tangent_inputs)
         # d exp(x) = dx * exp(x): the residual is the primal output.
-        return [scale_by_residual(builder, tangent_inputs[0], primal_outputs[0])]
+        return [scale_by_residual(builder, tangent_inputs[0], External(primal_outputs[0]))]
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,7 @@ class Sin(ScalarPrim):
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         log_rule(ctx, ADRuleKind.JVP, self, tangent_inputs)
-        (c,) = builder.add_primitive(Cos(), [primal_inputs[0]], Primary())
+        (c,) = builder.add_primitive(Cos(), [External(primal_inputs[0])], Primary())
         return [scale_by_residual(builder, tangent_inputs[0], c)]
 
 
@@ -306,7 +307,7 @@ class Cos(ScalarPrim):
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         log_rule(ctx, ADRuleKind.JVP, self, tangent_inputs)
-        (s,) = builder.add_primitive(Sin(), [primal_inputs[0]], Primary())
+        (s,) = builder.add_primitive(Sin(), [External(primal_inputs[0])], Primary())
         (minus_s,) = builder.add_primitive(Neg(), [s], Primary())
         return [scale_by_residual(builder, tangent_inputs[0], minus_s)]
 
@@ -328,7 +329,7 @@ class SinCos(ScalarPrim):
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         log_rule(ctx, ADRuleKind.JVP, self, tangent_inputs)
-        s, c = primal_outputs
+        s, c = (External(k) for k in primal_outputs)
         (dx,) = tangent_inputs
         (minus_s,) = builder.add_primitive(Neg(), [s], Primary())
         return [scale_by_residual(builder, dx, c), scale_by_residual(builder, dx, minus_s)]
@@ -352,8 +353,8 @@ class Polar(ScalarPrim):
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         log_rule(ctx, ADRuleKind.JVP, self, tangent_inputs)
-        _, t = primal_inputs
-        px, py = primal_outputs
+        t = External(primal_inputs[1])
+        px, py = (External(k) for k in primal_outputs)
         dr, dt = tangent_inputs
         dx_terms: list[int] = []
         dy_terms: list[int] = []

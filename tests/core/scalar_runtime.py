@@ -255,7 +255,7 @@ class Tape:
         return self.apply_graph(graph, *args)
 
     def apply_graph(self, graph: RecordedGraph, *args: Var) -> list[Var]:
-        data = {k: a.value for k, a in zip(graph.input_keys, args, strict=True)}
+        data = {k: a.value for k, a in zip(graph.input_value_keys, args, strict=True)}
         env = evaluate(graph.graph, data)
         values = [env[k] for k in graph.output_keys]
         outs = self.recorder.record_graph(graph, [a.as_input() for a in args], values)

@@ -143,8 +143,10 @@ def test_recorded_graph_keys_must_match_graph_order() -> None:
     s, c = b.add_operation(SinCos(), [emit(b, Mul(), x, y)], Primary())
     b.set_outputs([s, c])
     g = b.build()
-    ins, outs = g.input_keys(), g.output_keys()
-    RecordedGraph(g, ins, outs)  # fine
+    ins, outs = [X, Y], g.output_keys()
+    assert RecordedGraph(g, ins, outs).input_keys == [X, Y]  # raw keys, as in tidu
+    with pytest.raises(ValueError, match="raw input keys.*Input"):
+        RecordedGraph(g, g.input_keys(), outs)  # value keys are not raw keys
     with pytest.raises(ValueError, match="input_keys"):
         RecordedGraph(g, list(reversed(ins)), outs)
     with pytest.raises(ValueError, match="input_keys"):

@@ -126,7 +126,9 @@ def _multi_op_graph() -> RecordedGraph:
     ax = emit(b, Mul(), a, x)
     b.set_outputs([emit(b, Add(), emit(b, Exp(), ax), x), ax])
     graph = b.build()
-    return RecordedGraph(graph, graph.input_keys(), graph.output_keys())
+    recorded = RecordedGraph.from_graph(graph)
+    assert recorded.input_keys == [Name("a"), Name("x")]
+    return recorded
 
 
 def test_backward_on_multi_op_recorded_graph() -> None:
@@ -159,7 +161,7 @@ def test_retained_values_are_saved() -> None:
     extra = {rg.output_keys[0]: 42.0}
     (out,) = recorder.record_graph(rg, [EagerInput(key, None, True, 0.0)], [1.0], extra)
     assert out.trace is not None
-    assert out.trace.saved_values[rg.input_keys[0]] == 0.0
+    assert out.trace.saved_values[Input(rg.input_keys[0])] == 0.0
     assert out.trace.saved_values[rg.output_keys[0]] == 42.0
     # The executor uses the retained output as the residual of exp.
     assert backward(out.key, out.trace, 1.0, ScalarExecutor())[key] == 42.0

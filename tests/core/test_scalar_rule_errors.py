@@ -20,7 +20,7 @@ from tidu_compile.ad import (
     linearize,
 )
 from tidu_compile.eager import backward
-from tidu_compile.graph import Graph, GraphBuilder, Linearized, Local, Primary
+from tidu_compile.graph import External, Graph, GraphBuilder, Linearized, Local, Primary
 
 X, Y = Name("x"), Name("y")
 
@@ -91,7 +91,9 @@ class LeakyMul(ScalarPrim):
 
     def jvp_rule(self, builder, primal_inputs, primal_outputs, tangent_inputs, ctx):
         (out,) = builder.add_primitive(
-            LeakyMul(), [tangent_inputs[0], primal_inputs[1]], Linearized((True, False))
+            LeakyMul(),
+            [tangent_inputs[0], External(primal_inputs[1])],
+            Linearized((True, False)),
         )
         return [out]
 

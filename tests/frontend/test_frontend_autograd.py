@@ -227,9 +227,11 @@ def test_numpy_is_read_only() -> None:
     with pytest.raises(ValueError):
         out.numpy()[1] = 0.0
     np.testing.assert_array_equal(out.numpy(), [2.0, 4.0])
-    copy = np.array(t)
-    copy[0] = 7.0  # np.array(tensor) is a writable copy
+    copy = np.array(t.detach())
+    copy[0] = 7.0  # np.array(tensor) is a writable copy (of a tensor without gradient)
     np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])
+    with pytest.raises(TypeError, match="requires gradients"):
+        np.array(t)  # would drop the gradient (tests/frontend/test_array_protocol.py)
 
 
 def test_numpy_constants_are_copied_onto_the_tape() -> None:

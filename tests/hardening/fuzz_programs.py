@@ -111,9 +111,10 @@ def _block(steps: list[Step]) -> Callable[..., Any]:
 # ------------------------------------------------------------------ the interpreter
 
 
-def _mask(x: tc.Tensor) -> np.ndarray:
-    data = x.numpy()
-    return (data.real if data.dtype.kind == "c" else data) > 0.1
+def _mask(x: tc.Tensor) -> tc.Tensor:
+    """``Re(x) > 0.1``, computed by tidu_compile: inside a composite the mask stays in the
+    traced graph (a numpy mask of a traced value is a ``TracedValueError``)."""
+    return (tc.real(x) if x.dtype.kind == "c" else x) > 0.1
 
 
 def _unary(name: str, x: tc.Tensor) -> tc.Tensor:

@@ -245,11 +245,11 @@ def test_direct_executor_calls_are_checked(executor: tc.BackwardExecutor) -> Non
         _direct(executor, trace, [seed, seed], saved)
     with pytest.raises(TypeError, match="cotangent_out"):
         _direct(executor, trace, [None], saved)
-    missing = {k: v for k, v in saved.items() if k != trace.graph.input_keys[1]}
+    missing = {k: v for k, v in saved.items() if k != trace.graph.input_value_keys[1]}
     with pytest.raises(KeyError, match="saved"):
         _direct(executor, trace, [seed], missing)
     bad = dict(saved)
-    bad[trace.graph.input_keys[1]] = np.ones(5)
+    bad[trace.graph.input_value_keys[1]] = np.ones(5)
     with pytest.raises((ValueError, TypeError), match="shape|input"):
         _direct(executor, trace, [seed], bad)
     good = _direct(executor, trace, [seed], saved)[0]  # still works afterwards

@@ -41,16 +41,19 @@ def random_array(
 ) -> np.ndarray:
     """A random array of ``dtype``.
 
-    ``kind``: ``normal``; ``positive`` (real part in [0.5, 2], imaginary part in
-    [-0.5, 0.5]: away from zero and from the branch cut of log/sqrt); ``nonzero``
-    (modulus in [0.5, 2], random sign or phase); ``bool``.
+    ``kind``: ``normal`` (or ``real``); ``positive`` (real part in [0.5, 2], imaginary
+    part in [-0.5, 0.5]: away from zero and from the branch cut of log/sqrt);
+    ``nonzero`` (modulus in [0.5, 2], random sign or phase); ``open_unit`` (real part in
+    [-0.8, 0.8], imaginary part in [-0.1, 0.1]); ``above_one`` (real part in [1.25, 3],
+    imaginary part in [-0.1, 0.1]); ``bool``. The kinds other than ``bool`` are the op
+    table's ``DOMAINS``.
     """
     shape = tuple(shape)
     name = np.dtype(dtype).name
     if kind == "bool" or name == "bool":
         return rng.random(shape) < 0.5
     complex_ = name.startswith("complex")
-    if kind == "normal":
+    if kind in ("normal", "real"):
         data = rng.standard_normal(shape)
         if complex_:
             data = data + 1j * rng.standard_normal(shape)
@@ -64,6 +67,11 @@ def random_array(
             data = modulus * np.exp(1j * rng.uniform(-np.pi, np.pi, shape))
         else:
             data = modulus * rng.choice([-1.0, 1.0], shape)
+    elif kind in ("open_unit", "above_one"):
+        low, high = (-0.8, 0.8) if kind == "open_unit" else (1.25, 3.0)
+        data = rng.uniform(low, high, shape)
+        if complex_:
+            data = data + 1j * rng.uniform(-0.1, 0.1, shape)
     else:
         raise ValueError(f"kind: unknown {kind!r}")
     return np.asarray(data).astype(name)

@@ -17,11 +17,10 @@ from typing import Any
 
 import numpy as np
 from tidu_compile.dialects import tidu
-from tidu_compile.dialects.tidu import Tidu
 from tidu_compile.passes import get_all_passes
 from tidu_compile.passes.tidu_lower_to_loops import extract_kernel_module
 from xdsl.context import Context
-from xdsl.dialects import bufferization, func, get_all_dialects, memref
+from xdsl.dialects import bufferization, func, memref
 from xdsl.dialects.builtin import (
     ComplexType,
     Float32Type,
@@ -37,14 +36,11 @@ from xdsl.transforms import get_all_passes as get_xdsl_passes
 
 from tidu_compile.backend.jit import compile_module, load
 from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
+from tidu_compile.compiler.stages import tidu_context
 
 
 def make_context() -> Context:
-    ctx = Context(allow_unregistered=False)
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    ctx.load_dialect(Tidu)
-    return ctx
+    return tidu_context()
 
 
 def parse_module(ctx: Context, text: str, name: str = "<text>") -> ModuleOp:
@@ -119,14 +115,14 @@ def _broadcast(array: np.ndarray, dims: Sequence[int], shape: Sequence[int]) -> 
 
 
 _UNARY: dict[type[Operation], Callable[[np.ndarray], np.ndarray]] = {
-    tidu.NegOp: np.negative, tidu.ExpOp: np.exp, tidu.LogOp: np.log, tidu.SinOp: np.sin,
-    tidu.CosOp: np.cos, tidu.TanhOp: np.tanh, tidu.SqrtOp: np.sqrt, tidu.ConjOp: np.conj,
-    tidu.RealOp: np.real, tidu.ImagOp: np.imag,
+    tidu.NegOp: np.negative, tidu.ConjOp: np.conj, tidu.RealOp: np.real, tidu.ImagOp: np.imag,
 }
 _BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    tidu.AddOp: np.add, tidu.SubOp: np.subtract, tidu.MulOp: np.multiply,
-    tidu.DivOp: np.divide, tidu.MaximumOp: np.maximum,
+    tidu.AddOp: np.add, tidu.MulOp: np.multiply,
 }
+for _op in tidu.GENERATED_OPS:  # the ops made from the op table: their numpy function
+    _numpy_fn = tidu.PRIMITIVE_OF_OP[_op].numpy_fn  # type: ignore[attr-defined]
+    (_UNARY if len(_op.get_irdl_definition().operands) == 1 else _BINARY)[_op] = _numpy_fn
 _COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
             "eq": np.equal, "ne": np.not_equal}
 

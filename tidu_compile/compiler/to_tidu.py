@@ -10,9 +10,9 @@ saved values, results the input cotangents (absent cotangents are not returned):
       func.return %2 : tensor<8xf64>
     }
 
-``TO_TIDU`` has one row per primitive with parameters; parameterless primitives map by
-name through the dialect's ``PRIMITIVE_TO_OP``. ``primitive_of`` inverts it for the ops
-that stay outside kernels and run as numpy library calls in the plan.
+``TO_TIDU`` has one row per primitive with parameters; parameterless primitives map
+through the op table (``tidu.op_class``). ``primitive_of`` inverts it for the ops that
+stay outside kernels and run as numpy library calls in the plan.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.dialects import tidu
 from tidu_compile.ops.base import TensorType as OpType
 
-__all__ = ["TO_TIDU", "import_program", "primitive_of", "op_type", "UnloweredOpError"]
+__all__ = [
+    "TO_TIDU", "UnloweredOpError", "dtype_name", "import_program", "op_type", "primitive_of",
+]
 
 
 class UnloweredOpError(NotImplementedError):
@@ -64,10 +66,10 @@ def _to_tidu(primitive: Any, operands: Sequence[SSAValue], types: Sequence[Attri
     builder = TO_TIDU.get(type(primitive))
     if builder is not None:
         return builder(primitive, operands, types)
-    op_class = tidu.PRIMITIVE_TO_OP.get(type(primitive).__name__)
-    if op_class is None or not isinstance(primitive, ops.TensorOp):
+    op_class = tidu.OP_OF_PRIMITIVE.get(type(primitive))
+    if op_class is None:
         raise UnloweredOpError(f"stage tidu: no tidu op for primitive {primitive!r}")
-    return op_class(*operands)
+    return op_class(*operands)  # type: ignore[call-arg]
 
 
 def _xdsl_type(t: OpType) -> TensorType:
@@ -108,13 +110,16 @@ def op_type(value: SSAValue) -> OpType:
     t = value.type
     if not isinstance(t, TensorType):
         raise TypeError(f"expected a tensor value, got {t}")
-    for dtype, element in tidu.DTYPE_ELEMENT_TYPES.items():
-        if element == t.element_type:
-            return OpType(tuple(t.get_shape()), dtype)
-    raise TypeError(f"tensor type {t} has no numpy dtype")
+    return OpType(tuple(t.get_shape()), dtype_name(t.element_type))
 
 
-_OP_TO_PRIMITIVE_NAME = {cls: name for name, cls in tidu.PRIMITIVE_TO_OP.items()}
+def dtype_name(element: Attribute) -> str:
+    """The numpy dtype name of a tidu element type (``f32`` -> ``"float32"``)."""
+    for dtype, known in tidu.DTYPE_ELEMENT_TYPES.items():
+        if known == element:
+            return dtype
+    raise TypeError(f"element type {element} has no numpy dtype")
+
 
 #: tidu op class -> primitive reconstructor (ops with parameters only).
 FROM_TIDU: dict[type, Callable[[Any], Any]] = {
@@ -162,8 +167,7 @@ def primitive_of(op: Operation) -> Any:
     rebuild = FROM_TIDU.get(type(op))
     if rebuild is not None:
         return rebuild(op)
-    name = _OP_TO_PRIMITIVE_NAME.get(type(op))
-    primitive = getattr(ops, name, None) if name else None
+    primitive = tidu.primitive_class(type(op))
     if primitive is None:
         raise UnloweredOpError(f"stage loops: no primitive for {op.name}")
     return primitive()

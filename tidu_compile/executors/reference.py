@@ -21,47 +21,20 @@ from tidu_compile.ad import (
     linear_transpose_with_builder,
 )
 from tidu_compile.eager import BackwardExecutor
+from tidu_compile.evaluation import evaluate_keys, evaluate_primitive
 from tidu_compile.graph import (
-    Derived,
     External,
     Graph,
     Input,
     Linearized,
     Local,
     PrimitiveValue,
-    ProducedDef,
-    ResolvedView,
     Role,
     ValueKey,
     resolve,
 )
 
-__all__ = [
-    "EvaluatingBuilder", "ReferenceExecutor", "cotangent_count_error", "evaluate_primitive",
-    "residual_keys",
-]
-
-
-def evaluate_primitive(op: Any, values: Sequence[Any]) -> list[Any]:
-    """Evaluate ``op`` on concrete values; checks types first when the op has a type rule."""
-    infer = getattr(op, "infer_types", None)
-    if infer is not None:
-        from tidu_compile.ops.base import type_of
-
-        for index, value in enumerate(values):
-            if not hasattr(value, "shape") or not hasattr(value, "dtype"):
-                raise TypeError(
-                    f"{op!r}: input {index} is a {type(value).__name__}, expected a numpy array"
-                )
-        infer(*(type_of(v) for v in values))
-    evaluate = getattr(op, "evaluate", None)
-    if evaluate is None:
-        raise TypeError(f"{op!r} has no evaluate(); the reference executor cannot run it")
-    results = list(evaluate(*values))
-    expected = getattr(op, "output_count", 1)
-    if len(results) != expected:
-        raise ValueError(f"{op!r}.evaluate returned {len(results)} values, expected {expected}")
-    return results
+__all__ = ["EvaluatingBuilder", "ReferenceExecutor", "cotangent_count_error", "residual_keys"]
 
 
 class EvaluatingBuilder(PrimitiveBuilder):
@@ -103,33 +76,6 @@ def residual_keys(graph: Graph) -> list[ValueKey]:
                 if not is_linear:
                     keys.setdefault(graph.key_of(ref))
     return list(keys)
-
-
-def evaluate_keys(
-    view: ResolvedView, wanted: Sequence[ValueKey], data: dict[ValueKey, Any]
-) -> dict[ValueKey, Any]:
-    """Evaluate ``wanted`` keys into ``data`` from the primal definitions in ``view``."""
-    stack: list[tuple[ValueKey, bool]] = [(k, False) for k in wanted]
-    while stack:
-        key, ready = stack.pop()
-        if key in data:
-            continue
-        definition = view.resolve_value(key)
-        if not isinstance(definition, ProducedDef) or isinstance(definition.role, Linearized):
-            raise KeyError(
-                f"execute_forward: no saved value for {key!r} and it is not a primal value "
-                "computable from saved data"
-            )
-        if ready:
-            op = definition.operation
-            outputs = evaluate_primitive(op, [data[k] for k in definition.input_keys])
-            op_key = key.operation  # type: ignore[union-attr]  # ProducedDef => Derived
-            for slot, value in enumerate(outputs):
-                data[Derived(op_key, slot)] = value
-            continue
-        stack.append((key, True))
-        stack.extend((k, False) for k in definition.input_keys if k not in data)
-    return data
 
 
 def _check_cotangent(cotangent: Any, primal: Any, key: Any) -> None:

@@ -23,6 +23,11 @@ def _seed_for(output: Tensor, seed: Any) -> np.ndarray:
                 f"seed: the output has shape {output.shape}; a seed is required for a "
                 "non-scalar output"
             )
+        if output.dtype.kind == "c":
+            raise ValueError(
+                "seed: the output is complex; a gradient is implied only for a real scalar "
+                "output (as in PyTorch): pass a seed, or differentiate a real function of it"
+            )
         return np.ones((), dtype=output.dtype)
     array = seed.numpy() if isinstance(seed, Tensor) else np.asarray(seed)
     if array.shape != output.shape:
@@ -63,11 +68,17 @@ def grad(
     inputs: Tensor | Sequence[Tensor],
     seed: Any = None,
     executor: BackwardExecutor | None = None,
-) -> list[np.ndarray | None]:
+    create_graph: bool = False,
+) -> list[Any]:
     """Gradients of ``output`` with respect to ``inputs`` (vector-Jacobian product with ``seed``).
 
     Returns one numpy array per input, with that input's dtype, or None for an input
     with no path to ``output``. Inputs may be intermediate tensors.
+
+    With ``create_graph=True`` the gradients are ``Tensor``s recorded on the tape (each
+    backward node is recorded as a node of its own, and still runs compiled), so they can
+    be differentiated again, as PyTorch's ``create_graph``; ``seed`` may then be a tensor
+    that requires gradients itself.
     """
     if isinstance(inputs, Tensor):
         inputs = [inputs]
@@ -78,6 +89,8 @@ def grad(
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs[{i}]: expected a Tensor, got {type(t).__name__}")
+    if create_graph:
+        return _recorded_gradients(output, inputs, seed, executor)
     cotangents = run_backward(output, seed, executor)
     result: list[np.ndarray | None] = []
     taken: set[int] = set()
@@ -85,3 +98,23 @@ def grad(
         ct = cotangents.get(t._key) if t.requires_grad else None
         result.append(None if ct is None else user_array(ct, t.dtype, taken))
     return result
+
+
+def _recorded_gradients(
+    output: Tensor, inputs: Sequence[Tensor], seed: Any, executor: BackwardExecutor | None
+) -> list[Tensor | None]:
+    """``grad`` with ``create_graph=True``: tensors recorded on the tape."""
+    from tidu_compile.frontend.higher_order import backward_recorded
+
+    if not isinstance(output, Tensor):
+        raise TypeError(f"output: expected a Tensor, got {type(output).__name__}")
+    if not output.requires_grad:
+        raise ValueError("output: does not require gradients (no input requires grad)")
+    if isinstance(seed, Tensor):
+        _seed_for(output, seed)  # the checks; the tensor itself is the seed
+        seed_tensor = seed if seed.dtype == output.dtype else Tensor(_seed_for(output, seed))
+    else:
+        seed_tensor = Tensor(_seed_for(output, seed))
+    executor = executor if executor is not None else get_default_executor()
+    cotangents = backward_recorded([(output, seed_tensor)], executor)
+    return [cotangents.get(t._key) if t.requires_grad else None for t in inputs]

@@ -8,8 +8,9 @@ one-op ``RecordedGraph`` (cached per op, so its structure is shared between call
 from __future__ import annotations
 
 import functools
+import operator
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,10 @@ from tidu_compile.frontend.state import RECORDER, current_capture, grad_enabled
 from tidu_compile.graph import Input, ValueKey
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES, TensorOp, type_of
 
-__all__ = ["Tensor", "tensor", "apply_op", "as_tensor", "LEAVES"]
+__all__ = [
+    "LEAVES", "Tensor", "TracedValueError", "apply_op", "as_tensor", "contains_tensor",
+    "function_named", "tensor",
+]  # fmt: skip
 
 _NO_KEY: ValueKey = Input("constant")
 
@@ -34,10 +38,48 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
-class Tensor:
-    """An immutable n-d array with optional gradient tracking."""
+class TracedValueError(TypeError):
+    """Reading the value of a traced tensor inside ``@tidu_compile.function``.
 
-    __slots__ = ("_data", "requires_grad", "grad", "_key", "_trace", "__weakref__")
+    A trace records operations, not values: a value read while tracing (``float(t)``,
+    ``t.item()``, ``bool(t)``, ``t.numpy()``, ``np.asarray(t)``) would be frozen into
+    every later call of the function (as JAX's tracer errors explain).
+    """
+
+
+def _refuse_requires_grad(self: Tensor, value: Any) -> None:
+    raise AttributeError(
+        "Tensor.requires_grad is read-only (changing it after recording would cut the "
+        "recorded path): use t.detach() for a tensor without gradient, or "
+        "tc.tensor(data, requires_grad=True) for a new leaf"
+    )
+
+
+def _method(name: str, function: str | None = None) -> Callable[..., Any]:
+    """A ``Tensor`` method that calls the frontend function ``function`` (default: ``name``)
+    with the tensor first, looked up by name when called (so methods of functions
+    added later work, and a missing one raises ``AttributeError`` naming it)."""
+    target = function or name
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return function_named(target, f"Tensor.{name}")(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``tidu_compile.{target}(self, ...)``, as numpy's ``ndarray.{name}``."
+    return method
+
+
+class Tensor:
+    """An immutable n-d array with optional gradient tracking.
+
+    It follows numpy's array protocol: operators (``==`` and ``!=`` elementwise, hash by
+    identity), ``float()``/``int()``/``bool()``/``complex()`` of one element, methods
+    named as ``ndarray``'s, and numpy functions called on it (``np.exp(t)``,
+    ``np.sum(t)``) run tidu_compile's function of that name or raise ``TypeError``
+    (``frontend.dispatch``); they never drop the gradient.
+    """
+
+    __slots__ = ("_data", "_requires_grad", "grad", "_key", "_trace", "__weakref__")
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
     def __init__(
@@ -48,10 +90,13 @@ class Tensor:
         trace: Trace | None = None,
     ) -> None:
         self._data = _readonly(data)
-        self.requires_grad = requires_grad
+        self._requires_grad = requires_grad
         self.grad: np.ndarray | None = None
         self._key = key
         self._trace = trace
+
+    #: Whether gradients flow to this tensor; read-only (see ``detach``).
+    requires_grad = property(operator.attrgetter("_requires_grad"), _refuse_requires_grad)
 
     # ------------------------------------------------------------ array protocol
     @property
@@ -70,24 +115,99 @@ class Tensor:
     def size(self) -> int:
         return int(self._data.size)
 
+    def _concrete(self, reader: str) -> np.ndarray:
+        """The data, for a reader of values; inside a ``@tc.function`` trace, a traced
+        tensor's value cannot be read (``TracedValueError``)."""
+        capture = current_capture()
+        if capture is not None and capture.is_traced(self):
+            raise TracedValueError(
+                f"{reader} reads the value of a traced tensor inside @tidu_compile.function "
+                f"{capture.name!r}: the trace records operations, not values, so this value "
+                "would be frozen into every later call. Compute with tidu_compile functions "
+                "(tc.where for data-dependent choices), return the value and read it after "
+                "the call, or call the function without @tidu_compile.function"
+            )
+        return self._data
+
     def numpy(self) -> np.ndarray:
         """The data as a read-only numpy array (a view; no copy)."""
-        return self._data.view()
+        return self._concrete("Tensor.numpy()").view()
 
     def item(self) -> Any:
-        return self._data.item()
+        return self._concrete("Tensor.item()").item()
+
+    def tolist(self) -> Any:
+        return self._concrete("Tensor.tolist()").tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.array(self._data, dtype=dtype, copy=True)
+        """A writable copy, for a tensor that needs no gradient; ``TypeError`` for one
+        that does (numpy would compute on the copy and drop the gradient, as PyTorch
+        refuses too): use tidu_compile's functions, or ``t.numpy()`` for the values."""
+        data = self._concrete("np.asarray(tensor)")
+        if self._requires_grad:
+            raise TypeError(
+                "np.asarray/np.array of a tensor that requires gradients would drop them: "
+                "use tidu_compile functions (import tidu_compile.numpy as np), or "
+                "t.numpy() / t.detach() for the values without gradient"
+            )
+        return np.array(data, dtype=dtype, copy=True)
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        from tidu_compile.frontend.dispatch import dispatch_ufunc
+
+        return dispatch_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(
+        self, func: Callable[..., Any], types: Any, args: Any, kwargs: Any
+    ) -> Any:
+        from tidu_compile.frontend.dispatch import dispatch_function
+
+        return dispatch_function(func, types, args, kwargs)
 
     def __len__(self) -> int:
         return len(self._data)
 
+    def __iter__(self) -> Iterator[Tensor]:
+        """Rows along the first axis, for a tensor that needs no gradient.
+
+        A tensor that requires gradients (or is traced) cannot be iterated yet: its rows
+        need indexing (``x[i]``), which is not implemented; ``TypeError`` says so.
+        """
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        data = self._concrete("iter(tensor)")
+        if self._requires_grad:
+            raise TypeError(
+                "iterating over a tensor that requires gradients needs indexing (x[i]), "
+                "which tidu_compile does not have yet; keep the pieces as separate tensors"
+            )
+        return iter([Tensor(row) for row in data])
+
     def __repr__(self) -> str:
-        grad = ", requires_grad=True" if self.requires_grad else ""
+        grad = ", requires_grad=True" if self._requires_grad else ""
         return f"tensor({np.array2string(self._data, separator=', ')}, dtype={self.dtype}{grad})"
 
-    __hash__ = object.__hash__
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return repr(self)
+        return format(self._concrete("format(tensor)").item(), spec)
+
+    def __bool__(self) -> bool:
+        return bool(self._concrete("bool(tensor)"))
+
+    def __float__(self) -> float:
+        return float(self._concrete("float(tensor)"))  # numpy: one element only
+
+    def __int__(self) -> int:
+        return int(self._concrete("int(tensor)"))
+
+    def __complex__(self) -> complex:
+        return complex(self._concrete("complex(tensor)"))
+
+    def __index__(self) -> int:
+        return operator.index(self._concrete("operator.index(tensor)"))  # integer 0-d only
+
+    __hash__ = object.__hash__  # by identity: == is elementwise
 
     # ------------------------------------------------------------ autograd
     def backward(self, seed: Any = None) -> None:
@@ -106,7 +226,8 @@ class Tensor:
                 leaf.grad = leaf.grad + np.asarray(ct, dtype=leaf.dtype)
 
     def detach(self) -> Tensor:
-        return Tensor(self._data)
+        """The same values as a tensor without gradient."""
+        return Tensor(self._concrete("Tensor.detach()"))
 
     # ------------------------------------------------------------ operators
     def __add__(self, other: Any) -> Tensor:
@@ -139,8 +260,15 @@ class Tensor:
     def __pos__(self) -> Tensor:
         return self
 
+    def __abs__(self) -> Tensor:
+        return function_named("abs", "abs(tensor)")(self)  # type: ignore[no-any-return]
+
     def __pow__(self, exponent: Any) -> Tensor:
-        return _functions().power(self, exponent)
+        return function_named("power", "tensor ** y")(self, exponent)  # type: ignore[no-any-return]
+
+    def __rpow__(self, base: Any) -> Tensor:
+        return function_named("power", "x ** tensor")(base, self)  # type: ignore[no-any-return]
+
 
     def __matmul__(self, other: Any) -> Tensor:
         return _functions().matmul(self, other)
@@ -160,9 +288,34 @@ class Tensor:
     def __ge__(self, other: Any) -> Tensor:
         return _functions().compare("ge", self, other)
 
+    def __eq__(self, other: object) -> Any:  # elementwise, as numpy
+        return _compare_or_not_implemented("eq", self, other)
+
+    def __ne__(self, other: object) -> Any:
+        return _compare_or_not_implemented("ne", self, other)
+
+    # ------------------------------------------------------------ ndarray's methods
     @property
     def T(self) -> Tensor:  # noqa: N802 - numpy's name
         return _functions().transpose(self)
+
+    @property
+    def real(self) -> Tensor:
+        return _functions().real(self)  # type: ignore[no-any-return]
+
+    @property
+    def imag(self) -> Tensor:
+        return _functions().imag(self)  # type: ignore[no-any-return]
+
+    def astype(self, dtype: Any) -> Tensor:
+        """``self`` converted to ``dtype`` (recorded, so differentiable, between float
+        and complex dtypes)."""
+        return _functions().astype(self, dtype)  # type: ignore[no-any-return]
+
+    def copy(self) -> Tensor:
+        """``self``: a tensor is immutable, so a copy would be indistinguishable (and
+        keeps the gradient path)."""
+        return self
 
     def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         return _functions().sum(self, axis, keepdims)
@@ -178,20 +331,69 @@ class Tensor:
         target = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
         return _functions().transpose(self, target or None)
 
+    conj = _method("conj")
+    conjugate = _method("conjugate", "conj")
+    dot = _method("dot")
+    flatten = _method("flatten")
+    ravel = _method("ravel")
+    squeeze = _method("squeeze")
+    swapaxes = _method("swapaxes")
+    clip = _method("clip")
+    max = _method("max")
+    min = _method("min")
+    prod = _method("prod")
+    var = _method("var")
+    std = _method("std")
+    argmax = _method("argmax")
+    argmin = _method("argmin")
+    all = _method("all")
+    any = _method("any")
+
+
+#: What ``==`` compares elementwise (anything else: ``NotImplemented``, so ``False``).
+_ARRAY_LIKE = (np.ndarray, np.generic, bool, int, float, complex, list, tuple)
+
+
+def _compare_or_not_implemented(direction: str, tensor: Tensor, other: object) -> Any:
+    """``tensor <direction> other`` elementwise; ``NotImplemented`` for an operand that is
+    not array-like (``t == None`` is then False, as for other Python objects)."""
+    if not isinstance(other, (Tensor, *_ARRAY_LIKE)):
+        return NotImplemented
+    return _functions().compare(direction, tensor, other)
+
+
+def function_named(name: str, caller: str) -> Callable[..., Any]:
+    """The frontend function ``name``; ``AttributeError`` naming it when it does not exist
+    (yet): the methods and operators of ``Tensor`` look functions up by name."""
+    function = _functions().FUNCTIONS.get(name)
+    if function is None:
+        raise AttributeError(f"{caller} needs tidu_compile.{name}, which does not exist yet")
+    return function  # type: ignore[no-any-return]
+
 
 def _functions() -> Any:
-    from tidu_compile.frontend import functions
+    """The frontend package, whose namespace holds every function (imported late: the
+    function modules import this one)."""
+    from tidu_compile import frontend
 
-    return functions
+    return frontend
 
 
 def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     """A new tensor holding a copy of ``data``.
 
-    An integer or bool tensor cannot require gradients (``TypeError``).
+    An integer or bool tensor cannot require gradients, and tensors inside ``data``
+    (``tensor([a, 2 * a])``, which would cut their gradient) are refused until ``stack``
+    exists (``TypeError``).
     """
     if isinstance(data, Tensor):
         data = data.numpy()
+    elif contains_tensor(data):
+        raise TypeError(
+            "tensor: the data holds tensors; building a tensor from them would cut their "
+            "gradient. Use tidu_compile.stack (with indexing, coming) to combine tensors, "
+            "or pass t.numpy() / t.detach() for the values only"
+        )
     try:
         array = np.array(data, dtype=dtype, copy=True)
     except (TypeError, ValueError) as error:  # ragged lists, unknown dtypes, bad strings
@@ -214,10 +416,22 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     return Tensor(array)
 
 
+def contains_tensor(data: Any) -> bool:
+    """Whether ``data`` is, or nests in lists and tuples, a ``Tensor``."""
+    if isinstance(data, Tensor):
+        return True
+    return isinstance(data, (list, tuple)) and any(contains_tensor(item) for item in data)
+
+
 def as_tensor(value: Any) -> Tensor:
     """``value`` if it is a Tensor, else a constant tensor (no gradient) of it."""
     if isinstance(value, Tensor):
         return value
+    if contains_tensor(value):
+        raise TypeError(
+            "a list of tensors is not an operand: combining tensors needs "
+            "tidu_compile.stack (with indexing, coming)"
+        )
     array = np.asarray(value)
     if array.dtype == object:
         raise TypeError(f"expected a Tensor, array or number, got {type(value).__name__}")
@@ -238,15 +452,40 @@ def apply_op(op: TensorOp, inputs: Sequence[Tensor]) -> list[Tensor]:
     capture = current_capture()
     if capture is not None:  # inside a ``tidu_compile.function`` trace
         return capture.apply(op, list(inputs), outputs)  # type: ignore[no-any-return]
-    if not (grad_enabled() and op.differentiable and any(t.requires_grad for t in inputs)):
+    if not (grad_enabled() and op.differentiable and any(t._requires_grad for t in inputs)):
         return [Tensor(o) for o in outputs]
     graph = recorded_graph_for(op)
-    eager_inputs = [EagerInput(t._key, t._trace, t.requires_grad, t._data) for t in inputs]
+    eager_inputs = [EagerInput(t._key, t._trace, t._requires_grad, t._data) for t in inputs]
     retained = dict(zip(graph.output_keys, outputs, strict=True))
     recorded = RECORDER.record_graph(graph, eager_inputs, outputs, retained)
     return [
         Tensor(o, r.requires_grad, r.key, r.trace) for o, r in zip(outputs, recorded, strict=True)
     ]
+
+
+def record_node(
+    graph: RecordedGraph, inputs: Sequence[EagerInput], outputs: Sequence[np.ndarray]
+) -> list[Tensor]:
+    """Tensors of ``outputs``, the values ``graph`` gave for ``inputs``, recorded on the tape
+    as one node (when gradients are enabled and an input requires them): how higher order
+    and forward mode put their derived graphs on the tape."""
+    if current_capture() is not None:
+        raise TypeError(
+            "tidu_compile.function: derivatives (tc.grad with create_graph, tidu_compile.func) "
+            "cannot be taken inside a traced function; call them outside it"
+        )
+    arrays = [_readonly(np.asarray(o)) for o in outputs]
+    if not (grad_enabled() and any(i.requires_grad for i in inputs)):
+        return [Tensor(a) for a in arrays]
+    retained = dict(zip(graph.output_keys, arrays, strict=True))
+    recorded = RECORDER.record_graph(graph, inputs, arrays, retained)
+    pairs = zip(arrays, recorded, strict=True)
+    return [Tensor(a, r.requires_grad, r.key, r.trace) for a, r in pairs]
+
+
+def eager_input(t: Tensor) -> EagerInput:
+    """``t`` as an input of a recorded node."""
+    return EagerInput(t._key, t._trace, t.requires_grad, t._data)
 
 
 def apply1(op: TensorOp, *inputs: Tensor) -> Tensor:

@@ -1,50 +1,36 @@
 """The standard tensor primitive set: frozen dataclasses on numpy arrays.
 
 Each op defines, in one block, its parameters, arity, type rule (``infer_types``), numpy
-evaluation (``evaluate``), JVP rule and transpose rule. ``ALL_OPS`` lists every class.
+evaluation (``evaluate``), JVP rule and transpose rule, and is entered in ``OP_TABLE``
+by ``@primitive`` (see ``ops.base``). Every op class is importable from here (the op
+modules are star-imported: a new op needs no line in this file); ``ALL_OPS`` lists them
+in table order.
 """
 
+from tidu_compile.ops.activations import *  # noqa: F403
 from tidu_compile.ops.base import (
     COMPLEX_DTYPES,
     DIFFERENTIABLE_DTYPES,
+    DOMAINS,
     FLOAT_DTYPES,
+    OP_TABLE,
     TensorOp,
     TensorType,
+    primitive,
     type_of,
 )
-from tidu_compile.ops.complex_ops import Conj, Constant, Convert, Imag, Real, ToComplex
-from tidu_compile.ops.elementwise import (
-    Add,
-    Compare,
-    Cos,
-    Div,
-    Exp,
-    FullLike,
-    Log,
-    Maximum,
-    Mul,
-    Neg,
-    Pow,
-    Scale,
-    Select,
-    Shift,
-    Sin,
-    SinCos,
-    Sqrt,
-    Sub,
-    Tanh,
-)
-from tidu_compile.ops.structural import BroadcastInDim, DotGeneral, ReduceSum, Reshape, Transpose
+from tidu_compile.ops.binary_math import *  # noqa: F403
+from tidu_compile.ops.complex_ops import *  # noqa: F403
+from tidu_compile.ops.elementwise import *  # noqa: F403
+from tidu_compile.ops.elementwise import Elementwise, Unary
+from tidu_compile.ops.piecewise import *  # noqa: F403
+from tidu_compile.ops.structural import *  # noqa: F403
+from tidu_compile.ops.unary_math import *  # noqa: F403
 
-ALL_OPS: tuple[type[TensorOp], ...] = (
-    Add, Sub, Mul, Div, Maximum, Compare, Select,
-    Neg, Exp, Log, Sin, Cos, Tanh, Sqrt, SinCos, Pow, Scale, Shift, FullLike,
-    Conj, Real, Imag, ToComplex, Convert, Constant,
-    BroadcastInDim, ReduceSum, Reshape, Transpose, DotGeneral,
-)  # fmt: skip
+ALL_OPS: tuple[type[TensorOp], ...] = tuple(OP_TABLE.values())
 
 __all__ = [
-    "ALL_OPS", "COMPLEX_DTYPES", "DIFFERENTIABLE_DTYPES", "FLOAT_DTYPES", "TensorOp",
-    "TensorType", "type_of",
+    "ALL_OPS", "COMPLEX_DTYPES", "DIFFERENTIABLE_DTYPES", "DOMAINS", "Elementwise",
+    "FLOAT_DTYPES", "OP_TABLE", "TensorOp", "TensorType", "Unary", "primitive", "type_of",
     *(op.__name__ for op in ALL_OPS),
 ]  # fmt: skip

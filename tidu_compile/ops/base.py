@@ -1,24 +1,48 @@
-"""Shared machinery of the standard tensor primitives.
+"""Shared machinery of the standard tensor primitives, and THE op table.
 
-Every op is a frozen dataclass subclassing ``TensorOp`` and defines, in one block:
-``input_count`` (and ``output_count`` if not 1), ``infer_types`` (output types from input
-types, raising a clear error on mismatch), ``evaluate`` (numpy), ``jvp_rule`` and
-``transpose_rule``. Rules build with primitives through the helpers below, so linear and
-transposed graphs are graphs of this same op set.
+Every op is a class decorated with ``@primitive`` (a frozen dataclass, registered in
+``OP_TABLE`` under its ``mnemonic``) subclassing ``TensorOp``, and defines, in one
+block: ``input_count`` (and ``output_count`` if not 1), ``infer_types`` (output types
+from input types, raising a clear error on mismatch), ``evaluate`` (numpy), ``jvp_rule``
+and ``transpose_rule``. Rules build with primitives through the helpers below, so
+linear and transposed graphs are graphs of this same op set.
+
+What derives from ``OP_TABLE`` (so adding an elementwise op is its block here plus one
+lowering row in ``passes/tidu_math_lowering.py``, merged into ``SCALAR_LOWERINGS``):
+
+* the ``tidu`` dialect's op list: a generated ``tidu.<mnemonic>`` op for every
+  elementwise op without a hand-written one (``dialects/tidu.py``);
+* the frontend functions named in ``numpy_names`` (``tidu_compile.frontend``), and so
+  the exports of ``tidu_compile`` and ``tidu_compile.numpy``;
+* the op test tables (``tests/ops/op_cases.py``: inputs drawn from ``domain``);
+* the README's list of supported functions (checked by a test).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 import numpy as np
 
 from tidu_compile.ad import ADRuleError, ADRuleKind, Primitive, PrimitiveBuilder
-from tidu_compile.graph import Linearized, Primary, PrimitiveValue, Role
+from tidu_compile.graph import (
+    Derived,
+    External,
+    Input,
+    Linearized,
+    Primary,
+    PrimitiveValue,
+    Role,
+    ValueKey,
+)
 
 __all__ = [
+    "DOMAINS",
+    "OP_TABLE",
+    "primitive",
     "FLOAT_DTYPES",
     "COMPLEX_DTYPES",
     "DIFFERENTIABLE_DTYPES",
@@ -37,7 +61,9 @@ FLOAT_DTYPES = ("float32", "float64")
 COMPLEX_DTYPES = ("complex64", "complex128")
 DIFFERENTIABLE_DTYPES = FLOAT_DTYPES + COMPLEX_DTYPES
 
-Ref = PrimitiveValue | int
+#: What the rule helpers accept as an operand: a builder id, a value ref, or a primal
+#: value key as ``jvp_rule`` receives it (wrapped as ``External(key)`` here).
+Ref = PrimitiveValue | int | ValueKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +94,11 @@ def complex_dtype_of(dtype: str) -> str:
     return {"float32": "complex64", "float64": "complex128"}.get(dtype, dtype)
 
 
+#: Where an op is smooth, as the op tests draw their inputs: ``real`` (anywhere),
+#: ``positive``, ``nonzero``, ``open_unit`` (|x| < 1), ``above_one`` (x > 1).
+DOMAINS = ("real", "positive", "nonzero", "open_unit", "above_one")
+
+
 class TensorOp(Primitive):
     """Base of the standard primitives (frozen dataclasses on numpy arrays)."""
 
@@ -75,6 +106,16 @@ class TensorOp(Primitive):
     output_count: ClassVar[int] = 1  # type: ignore[misc]
     #: False for ops with no derivative (compare); their JVP gives no tangent.
     differentiable: ClassVar[bool] = True
+    #: The op's name in the table and in the dialect (``tidu.<mnemonic>``); ``@primitive``
+    #: sets it from the class name (``ReduceSum`` -> ``reduce_sum``) unless the class does.
+    mnemonic: ClassVar[str]
+    #: The frontend functions that apply this op (elementwise ops only; the first is the
+    #: main name): ``("abs", "absolute")``. Empty for ops the frontend wraps by hand.
+    numpy_names: ClassVar[tuple[str, ...]] = ()
+    #: Where the op is smooth (one of ``DOMAINS``): the op tests draw inputs from it.
+    domain: ClassVar[str] = "real"
+    #: ``op(x, y) == op(y, x)`` (a trait of its dialect op).
+    commutative: ClassVar[bool] = False
 
     @classmethod
     def add(cls) -> Primitive:
@@ -117,19 +158,65 @@ class TensorOp(Primitive):
             )
 
 
+# ------------------------------------------------------------------- the op table
+
+#: Every standard primitive by mnemonic, in definition order (``@primitive`` fills it).
+OP_TABLE: dict[str, type[TensorOp]] = {}
+
+_Op = TypeVar("_Op", bound=type[TensorOp])
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+@dataclass_transform(frozen_default=True)
+def primitive(cls: _Op) -> _Op:
+    """Make ``cls`` a frozen dataclass and enter it in ``OP_TABLE``::
+
+        @primitive
+        class Log1p(Unary):
+            \"\"\"``log(1 + x)``; ``dy = dx / (1 + x)``.\"\"\"
+
+            numpy_fn = np.log1p
+            numpy_names = ("log1p",)
+            domain = "positive"
+
+            def jvp_rule(self, b, xs, ys, ts, ctx):
+                return [linear(b, Div(), [ts[0], apply(b, Shift(1.0), [xs[0]])], (True, False))]
+    """
+    cls = dataclass(frozen=True)(cls)  # type: ignore[assignment]
+    if "mnemonic" not in cls.__dict__:
+        cls.mnemonic = _snake_case(cls.__name__)
+    if cls.domain not in DOMAINS:
+        raise ValueError(f"{cls.__name__}.domain: {cls.domain!r} is not one of {DOMAINS}")
+    if cls.mnemonic in OP_TABLE:
+        raise ValueError(
+            f"@primitive {cls.__name__}: mnemonic {cls.mnemonic!r} is taken by "
+            f"{OP_TABLE[cls.mnemonic].__name__}"
+        )
+    OP_TABLE[cls.mnemonic] = cls
+    return cls
+
+
 # ------------------------------------------------------------------- rule helpers
+
+
+def refs(inputs: Sequence[Ref]) -> list[PrimitiveValue | int]:
+    """``inputs`` as builder operands: a value key ``k`` becomes ``External(k)``."""
+    return [External(v) if isinstance(v, Input | Derived) else v for v in inputs]
 
 
 def apply(builder: PrimitiveBuilder, op: TensorOp, inputs: Sequence[Ref]) -> int:
     """Add a residual (primal) op with one output; returns its id."""
-    return builder.add_primitive(op, list(inputs), Primary())[0]
+    return builder.add_primitive(op, refs(inputs), Primary())[0]
 
 
 def linear(
     builder: PrimitiveBuilder, op: TensorOp, inputs: Sequence[Ref], mask: Sequence[bool]
 ) -> int:
     """Add an op that is linear in the inputs where ``mask`` is True; returns its id."""
-    return builder.add_primitive(op, list(inputs), Linearized(tuple(mask)))[0]
+    return builder.add_primitive(op, refs(inputs), Linearized(tuple(mask)))[0]
 
 
 def add_tangents(builder: PrimitiveBuilder, a: int | None, b: int | None) -> int | None:

@@ -12,8 +12,6 @@ convention). With ``ct_z = ct_y * conj(df/dz) + conj(ct_y) * df/dconj(z)``:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tidu_compile.ad import ADRuleError, ADRuleKind
@@ -25,11 +23,12 @@ from tidu_compile.ops.base import (
     TensorType,
     complex_dtype_of,
     linear,
+    primitive,
     real_dtype_of,
 )
 
 
-@dataclass(frozen=True)
+@primitive
 class Conj(TensorOp):
     """``conj(x)``; the identity on real dtypes. Linear (over the reals)."""
 
@@ -51,7 +50,7 @@ class Conj(TensorOp):
         return [linear(b, Conj(), [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Real(TensorOp):
     """``Re(z)``: complex -> real of the same precision."""
 
@@ -72,7 +71,7 @@ class Real(TensorOp):
         return [linear(b, ToComplex(False), [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Imag(TensorOp):
     """``Im(z)``: complex -> real of the same precision."""
 
@@ -91,7 +90,7 @@ class Imag(TensorOp):
         return [linear(b, ToComplex(True), [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class ToComplex(TensorOp):
     """Real -> complex of the same precision: ``x + 0j``, or ``1j * x`` when ``imaginary``."""
 
@@ -120,7 +119,7 @@ class ToComplex(TensorOp):
         return [linear(b, part, [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Convert(TensorOp):
     """Change precision (f32 <-> f64, c64 <-> c128) or real -> complex of one precision."""
 
@@ -160,7 +159,7 @@ class Convert(TensorOp):
         return [linear(b, Convert(self.operand_dtype, self.dtype), [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Constant(TensorOp):
     """A tensor of shape ``shape`` filled with ``value``; no inputs."""
 

@@ -8,8 +8,7 @@ All inputs of an elementwise op share one shape (the frontend inserts
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,6 +25,7 @@ from tidu_compile.ops.base import (
     add_tangents,
     apply,
     linear,
+    primitive,
 )
 from tidu_compile.ops.complex_ops import Conj
 
@@ -61,10 +61,12 @@ class Unary(Elementwise):
 # ------------------------------------------------------------------ binary
 
 
-@dataclass(frozen=True)
+@primitive
 class Add(Elementwise):
     """``x + y``; linear in both."""
 
+    numpy_names = ("add",)
+    commutative = True
     input_count = 2
     numpy_fn = np.add
 
@@ -75,10 +77,11 @@ class Add(Elementwise):
         return [cts[0] if active(role, 0) else None, cts[0] if active(role, 1) else None]
 
 
-@dataclass(frozen=True)
+@primitive
 class Sub(Elementwise):
     """``x - y``; linear in both."""
 
+    numpy_names = ("subtract",)
     input_count = 2
     numpy_fn = np.subtract
 
@@ -98,10 +101,12 @@ class Sub(Elementwise):
         ]
 
 
-@dataclass(frozen=True)
+@primitive
 class Mul(Elementwise):
     """``x * y``; bilinear: ``d(xy) = dx*y + x*dy``, ``ct_x = ct*conj(y)``."""
 
+    numpy_names = ("multiply",)
+    commutative = True
     input_count = 2
     numpy_fn = np.multiply
 
@@ -121,10 +126,12 @@ class Mul(Elementwise):
         return out
 
 
-@dataclass(frozen=True)
+@primitive
 class Div(Elementwise):
     """``x / y``; ``dz = dx/y - dy*(z/y)``; linear in ``x`` only."""
 
+    numpy_names = ("divide", "true_divide")
+    domain = "nonzero"
     input_count = 2
     numpy_fn = np.divide
 
@@ -143,20 +150,22 @@ class Div(Elementwise):
         return [linear(b, Div(), [cts[0], apply(b, Conj(), [inputs[1]])], (True, False)), None]
 
 
-@dataclass(frozen=True)
+@primitive
 class Maximum(Elementwise):
-    """``max(x, y)`` (real dtypes); the tangent follows the larger input (x on ties)."""
+    """``max(x, y)`` (real dtypes, NaN-propagating); the tangent follows the larger
+    input, ties share it equally (``balanced_tangent``)."""
 
+    numpy_names = ("maximum",)
+    commutative = True
     input_count = 2
     allowed_dtypes = FLOAT_DTYPES
     numpy_fn = np.maximum
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
-        mask = apply(b, Compare("ge"), [xs[0], xs[1]])
-        return [select_tangents(b, mask, ts[0], ts[1], xs[0])]
+        return [balanced_tangent(b, xs, ys[0], ts)]
 
 
-@dataclass(frozen=True)
+@primitive
 class Compare(TensorOp):
     """``x <direction> y`` -> bool; no derivative."""
 
@@ -185,7 +194,7 @@ class Compare(TensorOp):
         return [None]
 
 
-@dataclass(frozen=True)
+@primitive
 class Select(TensorOp):
     """``where(mask, a, b)``; the mask is not differentiated."""
 
@@ -220,6 +229,28 @@ class Select(TensorOp):
         return out
 
 
+def balanced_tangent(
+    b: PrimitiveBuilder,
+    xs: Sequence[PrimitiveValue],
+    z: PrimitiveValue,
+    ts: Sequence[int | None],
+) -> int | None:
+    """The tangent of a selection ``z = x or y`` (max, min, fmax, fmin), JAX's rule:
+    ``dz = dx * w(x, y) + dy * w(y, x)`` with ``w(a, c) = [a == z] / ([c == z] + 1)``.
+    The input equal to ``z`` carries the tangent; on a tie each carries half of it
+    (``maximum(x, x)`` has derivative 1 in total); a NaN ``z`` carries none."""
+    x, y = xs
+    hits = [apply(b, Compare("eq"), [v, z]) for v in (x, y)]
+    half, one, zero = (apply(b, FullLike(v), [z]) for v in (0.5, 1.0, 0.0))
+    total: int | None = None
+    for i, t in enumerate(ts):
+        if t is not None:
+            share = apply(b, Select(), [hits[1 - i], half, one])
+            weight = apply(b, Select(), [hits[i], share, zero])
+            total = add_tangents(b, total, linear(b, Mul(), [t, weight], (True, False)))
+    return total
+
+
 def select_tangents(
     b: PrimitiveBuilder,
     mask: PrimitiveValue | int,
@@ -242,10 +273,11 @@ def select_tangents(
 # ------------------------------------------------------------------ unary
 
 
-@dataclass(frozen=True)
+@primitive
 class Neg(Elementwise):
     """``-x``; linear."""
 
+    numpy_names = ("negative",)
     input_count = 1
     numpy_fn = np.negative
 
@@ -256,70 +288,79 @@ class Neg(Elementwise):
         return [linear(b, Neg(), [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Exp(Unary):
     """``exp(x)``; ``dy = dx * y``."""
 
+    numpy_names = ("exp",)
     numpy_fn = np.exp
 
     def derivative(self, b, x, y):
         return y
 
 
-@dataclass(frozen=True)
+@primitive
 class Log(Unary):
     """``log(x)``; ``dy = dx / x``."""
 
+    numpy_names = ("log",)
+    domain = "positive"
     numpy_fn = np.log
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [linear(b, Div(), [ts[0], xs[0]], (True, False))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Sin(Unary):
     """``sin(x)``; ``dy = dx * cos(x)``."""
 
+    numpy_names = ("sin",)
     numpy_fn = np.sin
 
     def derivative(self, b, x, y):
         return apply(b, Cos(), [x])
 
 
-@dataclass(frozen=True)
+@primitive
 class Cos(Unary):
     """``cos(x)``; ``dy = dx * -sin(x)``."""
 
+    numpy_names = ("cos",)
     numpy_fn = np.cos
 
     def derivative(self, b, x, y):
         return apply(b, Neg(), [apply(b, Sin(), [x])])
 
 
-@dataclass(frozen=True)
+@primitive
 class Tanh(Unary):
     """``tanh(x)``; ``dy = dx * (1 - y*y)``."""
 
+    numpy_names = ("tanh",)
     numpy_fn = np.tanh
 
     def derivative(self, b, x, y):
         return apply(b, Shift(1.0), [apply(b, Neg(), [apply(b, Mul(), [y, y])])])
 
 
-@dataclass(frozen=True)
+@primitive
 class Sqrt(Unary):
     """``sqrt(x)``; ``dy = dx / (2 y)``."""
 
+    numpy_names = ("sqrt",)
+    domain = "positive"
     numpy_fn = np.sqrt
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [linear(b, Div(), [ts[0], apply(b, Scale(2.0), [ys[0]])], (True, False))]
 
 
-@dataclass(frozen=True)
+@primitive
 class SinCos(TensorOp):
     """``(sin(x), cos(x))``: the multi-output primitive."""
 
+    mnemonic = "sincos"
     input_count = 1
     output_count = 2
 
@@ -341,9 +382,10 @@ class SinCos(TensorOp):
 # ------------------------------------------------------------- parameterized
 
 
-@dataclass(frozen=True)
+@primitive
 class Pow(Unary):
-    """``x ** exponent`` for a constant exponent; ``dy = dx * exponent * x**(exponent-1)``."""
+    """``x ** exponent`` for a constant exponent; ``dy = dx * exponent * x**(exponent-1)``
+    (0 for exponent 0, also at x = 0)."""
 
     exponent: float
 
@@ -351,10 +393,12 @@ class Pow(Unary):
         return (np.asarray(np.power(arrays[0], self.exponent), dtype=arrays[0].dtype),)
 
     def derivative(self, b, x, y):
+        if self.exponent == 0.0:  # x ** 0 == 1: derivative 0, also at x = 0
+            return apply(b, FullLike(0.0), [x])
         return apply(b, Scale(self.exponent), [apply(b, Pow(self.exponent - 1.0), [x])])
 
 
-@dataclass(frozen=True)
+@primitive
 class Scale(Elementwise):
     """``factor * x``; linear. A complex factor needs a complex ``x``."""
 
@@ -378,7 +422,7 @@ class Scale(Elementwise):
         return [linear(b, Scale(factor), [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Shift(Elementwise):
     """``x + offset`` (affine, not linear); ``dy = dx``."""
 
@@ -392,7 +436,7 @@ class Shift(Elementwise):
         return [ts[0]]
 
 
-@dataclass(frozen=True)
+@primitive
 class FullLike(TensorOp):
     """A tensor of ``value`` with the shape and dtype of ``x``; no derivative."""
 

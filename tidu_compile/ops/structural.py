@@ -17,11 +17,18 @@ need type information at build time.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from tidu_compile.ops.base import DIFFERENTIABLE_DTYPES, TensorOp, TensorType, active, apply, linear
+from tidu_compile.ops.base import (
+    DIFFERENTIABLE_DTYPES,
+    TensorOp,
+    TensorType,
+    active,
+    apply,
+    linear,
+    primitive,
+)
 
 
 def _check_operand_shape(op: TensorOp, t: TensorType, expected: tuple[int, ...]) -> None:
@@ -29,7 +36,7 @@ def _check_operand_shape(op: TensorOp, t: TensorType, expected: tuple[int, ...])
         raise ValueError(f"{op!r}: operand has shape {t.shape}, expected {tuple(expected)}")
 
 
-@dataclass(frozen=True)
+@primitive
 class BroadcastInDim(TensorOp):
     """Operand dim ``i`` becomes result dim ``broadcast_dimensions[i]`` (size 1 or equal)."""
 
@@ -91,7 +98,7 @@ class BroadcastInDim(TensorOp):
         return [ct]
 
 
-@dataclass(frozen=True)
+@primitive
 class ReduceSum(TensorOp):
     """Sum over ``axes`` (sorted, unique), removing them."""
 
@@ -128,7 +135,7 @@ class ReduceSum(TensorOp):
         return [linear(b, op, [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Reshape(TensorOp):
     """Row-major reshape to ``shape``."""
 
@@ -159,7 +166,7 @@ class Reshape(TensorOp):
         return [linear(b, Reshape(self.operand_shape, self.shape), [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class Transpose(TensorOp):
     """Result dim ``i`` is operand dim ``permutation[i]``."""
 
@@ -189,7 +196,7 @@ class Transpose(TensorOp):
         return [linear(b, Transpose(inverse), [cts[0]], (True,))]
 
 
-@dataclass(frozen=True)
+@primitive
 class DotGeneral(TensorOp):
     """Contraction with JAX's dimension numbers; result dims: batch, lhs free, rhs free.
 

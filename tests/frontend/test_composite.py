@@ -124,11 +124,113 @@ def test_bad_results_and_unhashable_arguments() -> None:
         return np.ones(3)
 
     @tc.function
-    def takes_list(x: tc.Tensor, items: list[int]) -> tc.Tensor:
+    def takes_set(x: tc.Tensor, items: set[int]) -> tc.Tensor:
         return tc.sum(x)
 
     (x,) = inputs((3,))
     with pytest.raises(TypeError, match="must return a Tensor"):
         returns_array(x)
     with pytest.raises(TypeError, match="hashable"):
-        takes_list(x, [1, 2])
+        takes_set(x, {1, 2})  # lists, tuples and dicts are walked; a set is a leaf
+
+
+def test_keyword_arguments_and_nested_parameters() -> None:
+    @tc.function
+    def predict(params: list[tuple[tc.Tensor, tc.Tensor]], inputs: np.ndarray, *,
+                scale: float = 1.0) -> tc.Tensor:  # fmt: skip
+        for w, b in params:
+            inputs = tc.tanh(inputs @ w + b)
+        return tc.sum(inputs) * scale
+
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((5, 3))
+    params = [tuple(inputs((3, 4), (4,), seed=1)), tuple(inputs((4, 2), (2,), seed=2))]
+    flat = [p for pair in params for p in pair]
+    for scale in (1.0, 2.0, 2.0):
+        loss = predict(params, data, scale=scale)
+        assert len(loss._trace.graph.graph.operations) > 3  # one node
+        with tc.no_grad():
+            expected = predict.__wrapped__(params, data, scale=scale)
+        assert loss.item() == pytest.approx(expected.item(), rel=1e-14)
+        got = tc.grad(loss, flat)
+        want = tc.grad(predict.__wrapped__(params, data, scale=scale), flat)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+    assert len(predict.traces) == 2  # scale is part of the key
+    with_dict = tc.function(lambda p: tc.sum(p["w"] * p["v"]))
+    w, v = inputs((3,), (3,))
+    np.testing.assert_allclose(tc.grad(with_dict({"w": w, "v": v}), [w])[0], v.numpy())
+
+
+def test_array_arguments_are_inputs_passed_at_every_call() -> None:
+    @tc.function
+    def weighted(x: tc.Tensor, weights: np.ndarray) -> tc.Tensor:
+        return tc.sum(x * weights)
+
+    (x,) = inputs((3,))
+    for weights in (np.array([1.0, 2.0, 3.0]), np.array([-4.0, 0.5, 7.0])):
+        np.testing.assert_array_equal(tc.grad(weighted(x, weights), [x])[0], weights)
+        assert weighted(x, weights).item() == pytest.approx(float(x.numpy() @ weights))
+    assert len(weighted.traces) == 1  # the values are not part of the key
+    labels = np.array([0, 2, 1])
+
+    @tc.function
+    def picked(x: tc.Tensor, onehot: np.ndarray) -> tc.Tensor:
+        return tc.sum(tc.where(onehot, x, 0.0))
+
+    for column in range(3):
+        onehot = labels == column
+        np.testing.assert_array_equal(tc.grad(picked(x, onehot), [x])[0], onehot * 1.0)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda t: t.item(),
+        lambda t: float(tc.sum(t)),
+        lambda t: bool(tc.sum(t) > 0),
+        lambda t: t.numpy(),
+        lambda t: np.asarray(t * 2.0),
+        lambda t: t.tolist(),
+        lambda t: list(t),
+        lambda t: np.cumsum(t),
+        lambda t: t.detach(),
+    ],
+    ids=["item", "float", "bool", "numpy", "asarray", "tolist", "iter", "np.cumsum", "detach"],
+)
+def test_reading_a_traced_value_raises_and_says_why(read) -> None:  # type: ignore[no-untyped-def]
+    @tc.function
+    def f(x: tc.Tensor) -> tc.Tensor:
+        read(x)
+        return tc.sum(x)
+
+    (x,) = inputs((1,))
+    with pytest.raises(TypeError, match="traced") as info:
+        f(x)
+    assert isinstance(info.value, tc.TracedValueError) or "numpy.cumsum" in str(info.value)
+    assert not f.traces
+
+
+def test_a_traced_mask_stays_in_the_graph() -> None:
+    @tc.function
+    def relu_sum(x: tc.Tensor) -> tc.Tensor:
+        return tc.sum(x * (x > 0.0)) + tc.sum(np.greater(x, 1.0).astype(np.float64) * x)
+
+    for sign in (1.0, -1.0):
+        x = tc.tensor(sign * np.array([0.5, 2.0, -1.0]), requires_grad=True)
+        expected = (x.numpy() > 0) * 1.0 + (x.numpy() > 1.0) * 1.0
+        np.testing.assert_array_equal(tc.grad(relu_sum(x), [x])[0], expected)
+    assert len(relu_sum.traces) == 1
+
+
+def test_random_draws_inside_a_trace_are_refused() -> None:
+    import tidu_compile.numpy.random as npr
+
+    @tc.function
+    def noisy(x: tc.Tensor) -> tc.Tensor:
+        return tc.sum(x * npr.randn(*x.shape))
+
+    (x,) = inputs((3,))
+    with pytest.raises(TypeError, match="numpy.random.randn inside @tidu_compile.function"):
+        noisy(x)
+    assert npr.randn(2).shape == (2,)  # outside traces, numpy's

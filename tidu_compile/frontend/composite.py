@@ -11,10 +11,18 @@ the function: it runs eagerly, and every primitive it applies is captured into o
 single tape node, so the backward pass of the whole function is one compiled program,
 usually one fused kernel. A new signature re-traces.
 
-Like ``jax.jit``: values the function closes over (arrays, Python numbers, bool masks
-computed from data) are constants captured at trace time; data-dependent Python control
-flow follows the traced branch. A closed-over tensor that requires gradients is an error
-(pass it as an argument).
+Arguments may be given by position or keyword and nest in lists, tuples and dicts
+(``params=[(W1, b1), (W2, b2)]``). Tensors and numpy arrays are the graph's inputs:
+an array argument is a tensor that needs no gradient, its values passed at every call
+(never baked in). Any other argument (numbers, strings, ...) must be hashable: it is
+part of the trace's key, so a new value re-traces.
+
+Like ``jax.jit``: values the function closes over (arrays, Python numbers, random draws
+made inside it) are constants captured at trace time; data-dependent Python control
+flow follows the traced branch. Reading a traced value (``float(t)``, ``t.item()``,
+``bool(t)``, ``t.numpy()``, ``np.asarray(t)``) raises ``TracedValueError`` rather than
+freezing it. A closed-over tensor that requires gradients is an error (pass it as an
+argument).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from tidu_compile.ad import Name
 from tidu_compile.eager import EagerInput, RecordedGraph
 from tidu_compile.frontend.state import RECORDER, current_capture, grad_enabled, set_capture
 from tidu_compile.frontend.tensor import Tensor
+from tidu_compile.frontend.trees import map_leaves
 from tidu_compile.graph import Graph, GraphBuilder, Primary
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES, Constant, DotGeneral, ReduceSum, TensorOp
 
@@ -60,15 +69,22 @@ def _splat_constant(data: np.ndarray) -> Constant | None:
 class _Capture:
     """The graph being traced: tensors (by identity) -> local value ids."""
 
-    def __init__(self, arguments: list[Tensor]) -> None:
+    def __init__(self, arguments: list[Tensor], name: str) -> None:
+        self.name = name
         self.builder = GraphBuilder()
         self.ids: dict[int, int] = {}
+        self.traced: set[int] = set()  # tensors computed from the arguments, by identity
         self.keep_alive: list[Tensor] = []
         self.constants: list[np.ndarray] = []
         self.retained: list[int] = []
         self.produced: set[int] = set()  # ids computed by an op (not inputs or constants)
         for i, tensor in enumerate(arguments):
             self._bind(tensor, self.builder.add_input(Name(f"arg{i}")))
+            self.traced.add(id(tensor))
+
+    def is_traced(self, tensor: Tensor) -> bool:
+        """Whether ``tensor``'s value depends on the arguments (reading it is an error)."""
+        return id(tensor) in self.traced
 
     def _bind(self, tensor: Tensor, local_id: int) -> None:
         self.ids[id(tensor)] = local_id
@@ -78,18 +94,18 @@ class _Capture:
         found = self.ids.get(id(tensor))
         if found is not None:
             return found
-        if tensor.requires_grad:
+        if tensor._requires_grad:
             raise TypeError(
                 "tidu_compile.function: the function uses a tensor that requires gradients "
                 "but is not one of its arguments; pass it as an argument"
             )
-        splat = _splat_constant(tensor.numpy())
+        splat = _splat_constant(tensor._data)
         if splat is not None:  # Python numbers: a constant op the kernel inlines
             (local_id,) = self.builder.add_operation(splat, [], Primary())
             self._bind(tensor, local_id)
             return local_id
         local_id = self.builder.add_input(Name(f"const{len(self.constants)}"))
-        self.constants.append(tensor.numpy())
+        self.constants.append(tensor._data)
         self._bind(tensor, local_id)
         return local_id
 
@@ -99,6 +115,7 @@ class _Capture:
         tensors = [Tensor(o) for o in outputs]
         for tensor, local_id in zip(tensors, ids, strict=True):
             self._bind(tensor, local_id)
+            self.traced.add(id(tensor))
         if isinstance(op, RETAINED_OPS):
             self.retained.extend(ids)
         if isinstance(op, RETAINED_OPERANDS_OF):
@@ -140,7 +157,7 @@ def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list
     graph = traced.graph
     constant_inputs = [Tensor(c) for c in traced.constants]
     all_inputs = arguments + constant_inputs
-    eager_inputs = [EagerInput(t._key, t._trace, t.requires_grad, t._data) for t in all_inputs]
+    eager_inputs = [EagerInput(t._key, t._trace, t._requires_grad, t._data) for t in all_inputs]
     outputs = [values[i] for i in graph.outputs]
     retained = {graph.values[i].key: values[i] for i in traced.retained}
     # The outputs too, as for one-op nodes: ``backward`` checks a seed against them.
@@ -152,18 +169,31 @@ def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list
     ]
 
 
-def _signature(args: tuple[Any, ...]) -> Hashable:
-    return tuple(
-        ("T", a.shape, a.dtype, a.requires_grad) if isinstance(a, Tensor) else ("P", a)
-        for a in args
-    )
+def _flatten(value: Any, leaves: list[Any]) -> Any:
+    """The structure of ``value`` as a trace key; its tensors and arrays go to ``leaves``.
+
+    Lists, tuples and dicts are walked; a tensor or array leaf enters the key by shape
+    and dtype (and ``requires_grad``); any other leaf by type and value.
+    """
+    if isinstance(value, Tensor):
+        leaves.append(value)
+        return ("T", value.shape, value.dtype, value._requires_grad)
+    if isinstance(value, np.ndarray):
+        leaves.append(value)
+        return ("A", value.shape, value.dtype)
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_flatten(item, leaves) for item in value))
+    if isinstance(value, dict):
+        return (dict, tuple((k, _flatten(v, leaves)) for k, v in value.items()))
+    return ("P", type(value), value)
 
 
 def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
     """Decorator: record every call of ``fn`` as one tape node (see the module docstring).
 
-    ``fn`` takes tensors (and hashable non-tensor arguments, which are part of the trace
-    key) and returns a tensor or a tuple of tensors.
+    ``fn`` takes tensors and arrays (by position or keyword, possibly in lists, tuples
+    and dicts) and hashable other arguments (part of the trace key), and returns a
+    tensor or a tuple of tensors.
     """
     if fn is None:
         return functools.partial(function, max_traces=max_traces)
@@ -171,30 +201,41 @@ def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
     lock = threading.Lock()
 
     @functools.wraps(fn)
-    def wrapper(*args: Any) -> Any:
-        tensors = [a for a in args if isinstance(a, Tensor)]
-        if not grad_enabled() or not any(t.requires_grad for t in tensors) or current_capture():
-            return fn(*args)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        leaves: list[Any] = []
+        key = _flatten((args, kwargs), leaves)
+        if (
+            not grad_enabled()
+            or not any(isinstance(a, Tensor) and a._requires_grad for a in leaves)
+            or current_capture()
+        ):
+            return fn(*args, **kwargs)
         try:
-            key = _signature(args)
             hash(key)
         except TypeError:
             raise TypeError(
-                f"{fn.__name__}: non-tensor arguments must be hashable (they key the trace)"
+                f"{fn.__name__}: arguments other than tensors and arrays must be hashable "
+                "(they key the trace)"
             ) from None
+        inputs = [a if isinstance(a, Tensor) else Tensor(np.array(a, copy=True)) for a in leaves]
         with lock:
             traced = traces.get(key)
             if traced is not None:
                 traces.move_to_end(key)
         if traced is None:
-            traced, values = _trace(fn, args, tensors)
+            replacements = iter(inputs)  # the tensors and arrays, in _flatten's order
+            call_args, call_kwargs = map_leaves(
+                (args, kwargs),
+                lambda leaf: next(replacements) if isinstance(leaf, (Tensor, np.ndarray)) else leaf,
+            )
+            traced, values = _trace(fn, call_args, call_kwargs, inputs)
             with lock:
                 traces[key] = traced
                 while len(traces) > max_traces:
                     traces.popitem(last=False)
         else:
-            values = traced.replay([t._data for t in tensors] + traced.constants)
-        outputs = _record(traced, tensors, values)
+            values = traced.replay([t._data for t in inputs] + traced.constants)
+        outputs = _record(traced, inputs, values)
         return outputs[0] if traced.single_output else tuple(outputs)
 
     wrapper.traces = traces  # type: ignore[attr-defined]
@@ -202,12 +243,12 @@ def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
 
 
 def _trace(
-    fn: Callable[..., Any], args: tuple[Any, ...], tensors: list[Tensor]
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], inputs: list[Tensor]
 ) -> tuple[_Traced, list[Any]]:
-    capture = _Capture(tensors)
+    capture = _Capture(inputs, getattr(fn, "__qualname__", repr(fn)))
     set_capture(capture)
     try:
-        result = fn(*args)
+        result = fn(*args, **kwargs)
     finally:
         set_capture(None)
     single = isinstance(result, Tensor)
@@ -220,7 +261,7 @@ def _trace(
     builder = capture.builder
     builder.set_outputs(output_ids)
     graph = builder.build()
-    recorded = RecordedGraph(graph, graph.input_keys(), graph.output_keys())
+    recorded = RecordedGraph.from_graph(graph)
     values: list[Any] = [None] * len(graph.values)
     for tensor in capture.keep_alive:
         values[capture.ids[id(tensor)]] = tensor._data

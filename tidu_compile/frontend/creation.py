@@ -1,0 +1,165 @@
+"""Constructors, numpy's names, arguments and dtype rules: ``array``, ``asarray``,
+``copy``, ``zeros``, ``ones``, ``empty``, ``full``, their ``*_like`` forms, ``eye``,
+``identity``, ``arange`` and ``linspace``.
+
+They return constant tensors (no gradient), computed by numpy, so dtypes follow numpy:
+``zeros(3)`` is float64, ``arange(3)`` int64, ``full(2, 1)`` int64. Two take tensors and
+keep their gradient: ``array(t)``/``asarray(t)`` of a tensor (``t`` itself, converted
+with a recorded ``astype`` when a dtype is given) and ``full(shape, t)`` (``t`` broadcast).
+A tensor inside a list (``array([a, 2 * a])``) is a ``TypeError``: combining tensors
+needs ``stack``, which comes with indexing. ``empty`` and ``empty_like`` give zeros (a
+tensor's data is never uninitialized).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tidu_compile.frontend.promotion import astype, broadcast_to
+from tidu_compile.frontend.tensor import Tensor, contains_tensor
+
+__all__ = [
+    "arange", "array", "asarray", "copy", "empty", "empty_like", "eye", "full", "full_like",
+    "identity", "linspace", "ones", "ones_like", "zeros", "zeros_like",
+]  # fmt: skip
+
+
+def _constant(data: np.ndarray, name: str) -> Tensor:
+    if data.dtype == object:
+        raise TypeError(f"{name}: cannot make a tensor of Python objects")
+    return Tensor(data)
+
+
+def _static(value: Any, name: str, argument: str) -> Any:
+    """``value`` with its tensors replaced by their values: arguments that set shapes or
+    ranges are read, never differentiated (a tensor that requires gradients is a
+    ``TypeError``, a traced one a ``TracedValueError``)."""
+    if isinstance(value, Tensor):
+        if value.requires_grad:
+            raise TypeError(
+                f"{name}: {argument} is a tensor that requires gradients; {name} makes "
+                "constants (compute with the tensor instead, e.g. start + step * arange(n))"
+            )
+        return value._concrete(f"{name}({argument}=tensor)")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_static(item, name, argument) for item in value)
+    return value
+
+
+def _refuse_tensors_inside(value: Any, name: str) -> None:
+    if contains_tensor(value):
+        raise TypeError(
+            f"{name}: the data holds tensors; building an array from them would cut their "
+            "gradient. Use stack (it comes with indexing) to combine tensors"
+        )
+
+
+def array(object: Any, dtype: Any = None, *, copy: bool = True, ndmin: int = 0) -> Tensor:  # noqa: A002 - numpy's name
+    """A constant tensor of ``object`` (numpy's ``array``); a tensor is returned itself
+    (tensors are immutable), converted to ``dtype`` and given ``ndmin`` dimensions by
+    recorded ops, so it keeps its gradient."""
+    if isinstance(object, Tensor):
+        from tidu_compile.frontend.shapes import reshape
+
+        result = object if dtype is None else astype(object, dtype)
+        if result.ndim < ndmin:
+            result = reshape(result, (1,) * (ndmin - result.ndim) + result.shape)
+        return result
+    _refuse_tensors_inside(object, "array")
+    return _constant(np.array(object, dtype=dtype, copy=True, ndmin=ndmin), "array")
+
+
+def asarray(a: Any, dtype: Any = None) -> Tensor:
+    """``a`` as a tensor: ``a`` itself if it is one (converted to ``dtype``), else a
+    constant tensor of it."""
+    return array(a, dtype)
+
+
+def copy(a: Any) -> Tensor:
+    """numpy's ``copy``: a tensor is immutable, so ``copy(t)`` is ``t``; other data
+    becomes a constant tensor."""
+    return array(a)
+
+
+def zeros(shape: Any, dtype: Any = float) -> Tensor:
+    """A constant tensor of zeros (default float64)."""
+    return _constant(np.zeros(_static(shape, "zeros", "shape"), dtype), "zeros")
+
+
+def ones(shape: Any, dtype: Any = float) -> Tensor:
+    """A constant tensor of ones (default float64)."""
+    return _constant(np.ones(_static(shape, "ones", "shape"), dtype), "ones")
+
+
+def empty(shape: Any, dtype: Any = float) -> Tensor:
+    """numpy's ``empty``: here zeros (a tensor's data is never uninitialized)."""
+    return _constant(np.zeros(_static(shape, "empty", "shape"), dtype), "empty")
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
+    """A tensor of ``shape`` filled with ``fill_value`` (its dtype by numpy's rules); a
+    tensor ``fill_value`` is broadcast (recorded, so it keeps its gradient)."""
+    shape = _static(shape, "full", "shape")
+    if isinstance(fill_value, Tensor):
+        value = fill_value if dtype is None else astype(fill_value, dtype)
+        target = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        return broadcast_to(value, target)
+    _refuse_tensors_inside(fill_value, "full")
+    return _constant(np.full(shape, fill_value, dtype), "full")
+
+
+def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
+    """The shape and dtype of ``a`` (read from a tensor without reading its values)."""
+    like = a if isinstance(a, Tensor) else np.asarray(a)
+    return (like.shape if shape is None else shape), (like.dtype if dtype is None else dtype)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Tensor:
+    """Zeros with the shape and dtype of ``a`` (a constant, even for a tensor ``a``)."""
+    return zeros(*_like(a, dtype, shape))
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Tensor:
+    """Ones with the shape and dtype of ``a`` (a constant)."""
+    return ones(*_like(a, dtype, shape))
+
+
+def empty_like(a: Any, dtype: Any = None, shape: Any = None) -> Tensor:
+    """Zeros with the shape and dtype of ``a`` (see ``empty``)."""
+    return zeros(*_like(a, dtype, shape))
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Tensor:
+    """``fill_value`` with the shape and dtype of ``a``."""
+    like_shape, like_dtype = _like(a, dtype, shape)
+    return full(like_shape, fill_value, like_dtype)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float) -> Tensor:  # noqa: N803 - numpy's names
+    """The ``N`` x ``M`` matrix with ones on diagonal ``k``."""
+    n, m, k = _static((N, M, k), "eye", "N, M, k")
+    return _constant(np.eye(n, m, k, dtype), "eye")
+
+
+def identity(n: int, dtype: Any = float) -> Tensor:
+    """The ``n`` x ``n`` identity matrix."""
+    return _constant(np.identity(_static(n, "identity", "n"), dtype), "identity")
+
+
+def arange(*args: Any, dtype: Any = None) -> Tensor:
+    """numpy's ``arange([start,] stop[, step])``: integers for integer arguments."""
+    return _constant(np.arange(*_static(args, "arange", "start/stop/step"), dtype=dtype), "arange")
+
+
+def linspace(
+    start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
+    dtype: Any = None, axis: int = 0,
+) -> Any:  # fmt: skip
+    """``num`` evenly spaced values from ``start`` to ``stop`` (numpy's ``linspace``;
+    with ``retstep``, the pair (values, step))."""
+    start, stop, num = _static((start, stop, num), "linspace", "start/stop/num")
+    values, step = np.linspace(start, stop, num, endpoint, retstep=True, dtype=dtype, axis=axis)
+    result = _constant(np.asarray(values), "linspace")
+    return (result, step) if retstep else result

@@ -1,0 +1,169 @@
+"""Elementwise frontend functions: generated from the op table, plus the special ones.
+
+Every elementwise primitive with ``numpy_names`` gets its functions here, made from
+the table (``ops.OP_TABLE``): a unary op takes anything array-like (ints become
+float64, as in numpy), a binary op promotes and broadcasts its operands with numpy's
+rules. ``exp = unary_function(ops.Exp)`` is, as if written::
+
+    def exp(x):
+        \"\"\"``exp(x)``, elementwise (the primitive ``Exp``).\"\"\"
+        return apply1(ops.Exp(), unary_input(x))
+
+Functions with parameters or special rules (``power``, ``where``, ``compare``,
+``conj``, ``real``, ``imag``, ``sincos``) are written below by hand; composites of
+these (``abs``, ``clip``, ``sign``, ...) are in ``composites``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tidu_compile import ops
+from tidu_compile.frontend.promotion import broadcast_to, coerce, unary_input
+from tidu_compile.frontend.state import current_capture
+from tidu_compile.frontend.tensor import Tensor, apply1, apply_op, as_tensor
+from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp, Unary
+
+UnaryFunction = Callable[[Any], Tensor]
+BinaryFunction = Callable[[Any, Any], Tensor]
+
+
+def _summary(primitive: type[TensorOp]) -> str:
+    return (primitive.__doc__ or "").strip().splitlines()[0]
+
+
+def unary(primitive: type[TensorOp], x: Any) -> Tensor:
+    """``primitive()`` applied to ``x`` as a float or complex tensor."""
+    return apply1(primitive(), unary_input(x))
+
+
+def binary(primitive: type[TensorOp], a: Any, b: Any) -> Tensor:
+    """``primitive()`` applied to ``a`` and ``b``, promoted and broadcast as numpy does."""
+    return apply1(primitive(), *coerce(a, b))
+
+
+def unary_function(primitive: type[TensorOp], name: str) -> UnaryFunction:
+    """The frontend function ``name(x)`` of a unary elementwise primitive."""
+
+    def function(x: Any) -> Tensor:
+        return unary(primitive, x)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (
+        f"``{name}(x)``, elementwise as in numpy. The primitive ``{primitive.__name__}``: "
+        f"{_summary(primitive)}"
+    )
+    return function
+
+
+def binary_function(primitive: type[TensorOp], name: str) -> BinaryFunction:
+    """The frontend function ``name(a, b)`` of a binary elementwise primitive."""
+
+    def function(a: Any, b: Any) -> Tensor:
+        return binary(primitive, a, b)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (
+        f"``{name}(a, b)``, elementwise with numpy's promotion and broadcasting. The "
+        f"primitive ``{primitive.__name__}``: {_summary(primitive)}"
+    )
+    return function
+
+
+def _table_functions() -> dict[str, Callable[..., Tensor]]:
+    functions: dict[str, Callable[..., Tensor]] = {}
+    for primitive in OP_TABLE.values():
+        for name in primitive.numpy_names:
+            if issubclass(primitive, Unary) or (
+                issubclass(primitive, Elementwise) and primitive.input_count == 1
+            ):
+                functions[name] = unary_function(primitive, name)
+            elif issubclass(primitive, Elementwise) and primitive.input_count == 2:
+                functions[name] = binary_function(primitive, name)
+            else:
+                raise TypeError(
+                    f"{primitive.__name__}.numpy_names: only unary and binary elementwise "
+                    "primitives get generated functions; write this one by hand"
+                )
+    return functions
+
+
+#: The functions generated from the op table, by name (all also module attributes).
+TABLE_FUNCTIONS: dict[str, Callable[..., Tensor]] = _table_functions()
+globals().update(TABLE_FUNCTIONS)
+
+
+# ------------------------------------------------------------------ by hand
+
+
+def power(x: Any, exponent: Any) -> Tensor:
+    """``x ** exponent``, numpy's promotion and broadcasting. A constant real exponent (a
+    Python or numpy number) is the op ``Pow`` (small integers become multiplications);
+    any other exponent (a tensor, an array, a complex number) is ``Power``, differentiable
+    in both operands (``2 ** x`` is ``power(2, x)``)."""
+    real_number = isinstance(exponent, (int, float, np.integer, np.floating))
+    if real_number and not isinstance(exponent, bool):
+        return apply1(ops.Pow(float(exponent)), unary_input(x))
+    return binary(ops.Power, x, exponent)
+
+
+def compare(direction: str, a: Any, b: Any) -> Tensor:
+    """``a <direction> b`` as a bool tensor (never differentiated)."""
+    return apply1(ops.Compare(direction), *coerce(a, b, float_only=False))
+
+
+def where(condition: Any, a: Any, b: Any) -> Tensor:
+    """``a`` where ``condition`` else ``b``; ``condition`` is a bool array or tensor."""
+    cond = as_tensor(condition)
+    if cond.dtype != np.bool_:
+        raise TypeError(f"where: condition has dtype {cond.dtype}, expected bool")
+    a_t, b_t = coerce(a, b)
+    try:
+        shape = np.broadcast_shapes(cond.shape, a_t.shape)
+    except ValueError:
+        raise ValueError(
+            f"where: condition of shape {cond.shape} cannot be broadcast with {a_t.shape}"
+        ) from None
+    if cond.shape != shape and current_capture() is not None:
+        # Traced: a mask computed from the arguments must stay in the graph. Bool values
+        # do not broadcast as ops, so broadcast a 0/1 level and compare it.
+        level = where(cond, np.ones(cond.shape), np.zeros(cond.shape))
+        cond = compare("gt", broadcast_to(level, shape), 0.5)
+    elif cond.shape != shape:
+        cond = Tensor(np.broadcast_to(cond.numpy(), shape))
+    return apply1(ops.Select(), cond, broadcast_to(a_t, shape), broadcast_to(b_t, shape))
+
+
+def sincos(x: Any) -> tuple[Tensor, Tensor]:
+    """``(sin(x), cos(x))`` through the two-output primitive."""
+    s, c = apply_op(ops.SinCos(), [unary_input(x)])
+    return s, c
+
+
+def conj(x: Any) -> Tensor:
+    """The complex conjugate (``x`` itself for real values)."""
+    x = unary_input(x)
+    return apply1(ops.Conj(), x) if x.dtype.kind == "c" else x
+
+
+def real(x: Any) -> Tensor:
+    """The real part (``x`` itself for real values)."""
+    x = unary_input(x)
+    return apply1(ops.Real(), x) if x.dtype.kind == "c" else x
+
+
+def imag(x: Any) -> Tensor:
+    """The imaginary part (zeros for real values)."""
+    x = unary_input(x)
+    if x.dtype.kind == "c":
+        return apply1(ops.Imag(), x)
+    return Tensor(np.zeros(x.shape, dtype=x.dtype))
+
+
+__all__ = [
+    *TABLE_FUNCTIONS, "binary", "compare", "conj", "imag", "power", "real", "sincos",
+    "unary", "where",
+]  # fmt: skip

@@ -1,0 +1,96 @@
+"""Built-in example programs for ``make demo``, ``tidu-compile demo --example NAME``,
+``tidu-compile dump --example NAME`` and the benchmarks.
+
+Each example is a function of ``Tensor``s returning a scalar ``Tensor``, with a recipe
+for random inputs: the three workloads here (``chain``, ``mlp``, ``broadcast``), and
+programs written as autograd users write them, with ``import tidu_compile.numpy as np``
+(one module each: ``logistic_regression``, ``mlp_classifier``, ``black_box_svi``),
+which the demo also trains for a few steps of gradient descent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+import tidu_compile as tc
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    description: str
+    input_names: tuple[str, ...]
+    input_shapes: tuple[tuple[int, ...], ...]
+    function: Callable[..., tc.Tensor]
+    #: The standard deviation of the random inputs.
+    scale: float = 1.0
+    #: Gradient descent in the demo: this many steps of this size (0: none).
+    steps: int = 0
+    step_size: float = 0.0
+
+    def make_inputs(self, rng: np.random.Generator, dtype: type) -> list[np.ndarray]:
+        return [(self.scale * rng.normal(size=shape)).astype(dtype) for shape in self.input_shapes]
+
+
+def elementwise_chain(x: tc.Tensor, y: tc.Tensor) -> tc.Tensor:
+    """W1: ``sum(tanh(x*y + exp(-x)) * y)``."""
+    return tc.sum(tc.tanh(x * y + tc.exp(-x)) * y)
+
+
+def mlp_loss(
+    x: tc.Tensor, w1: tc.Tensor, b1: tc.Tensor, w2: tc.Tensor, b2: tc.Tensor, y: tc.Tensor
+) -> tc.Tensor:
+    """W3: ``sum((tanh(X@W1 + b1) @ W2 + b2 - Y)**2)``."""
+    hidden = tc.tanh(x @ w1 + b1)
+    return tc.sum((hidden @ w2 + b2 - y) ** 2)
+
+
+def broadcast_exp(a: tc.Tensor, v: tc.Tensor) -> tc.Tensor:
+    """W4: ``sum(exp(A - v[None, :])**2)``."""
+    return tc.sum(tc.exp(a - v) ** 2)
+
+
+def _autograd_style() -> tuple[Example, ...]:
+    """The programs written as autograd users write them (imported here: building their
+    toy data sets takes a few milliseconds)."""
+    from tidu_compile.tools.examples import black_box_svi, logistic_regression, mlp_classifier
+
+    def mlp_objective(*weights: tc.Tensor) -> tc.Tensor:
+        """MLP 2-8-3 classifier: mean softmax cross-entropy of one-hot labels + L2."""
+        return mlp_classifier.objective(list(zip(weights[::2], weights[1::2], strict=True)))
+
+    def svi_objective(mean: tc.Tensor, log_std: tc.Tensor) -> tc.Tensor:
+        """Negative evidence lower bound (50 samples) of a diagonal Gaussian fitted to a
+        Bayesian logistic regression posterior."""
+        return black_box_svi.objective(mean, log_std, 0)
+
+    sizes = mlp_classifier.layer_sizes
+    pairs = zip(sizes[:-1], sizes[1:], strict=False)
+    mlp_shapes = tuple(shape for m, n in pairs for shape in ((m, n), (n,)))
+    return (
+        Example("logistic_regression", "logistic regression: negative log-likelihood "
+                "(autograd's logistic_regression.py)", ("weights",), ((3,),),
+                logistic_regression.training_loss, steps=100, step_size=0.1),
+        Example("mlp_classifier", mlp_objective.__doc__ or "", ("W1", "b1", "W2", "b2"),
+                mlp_shapes, mlp_objective, scale=0.3, steps=100, step_size=0.5),
+        Example("black_box_svi", svi_objective.__doc__ or "", ("mean", "log_std"),
+                ((black_box_svi.D,), (black_box_svi.D,)), svi_objective, scale=0.5, steps=100,
+                step_size=0.05),
+    )  # fmt: skip
+
+
+EXAMPLES: dict[str, Example] = {
+    example.name: example
+    for example in (
+        Example("chain", elementwise_chain.__doc__ or "", ("x", "y"), ((1000,), (1000,)),
+                elementwise_chain),
+        Example("mlp", mlp_loss.__doc__ or "", ("X", "W1", "b1", "W2", "b2", "Y"),
+                ((32, 16), (16, 16), (16,), (16, 4), (4,), (32, 4)), mlp_loss),
+        Example("broadcast", broadcast_exp.__doc__ or "", ("A", "v"), ((64, 64), (64,)),
+                broadcast_exp),
+        *_autograd_style(),
+    )
+}  # fmt: skip
