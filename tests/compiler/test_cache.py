@@ -136,7 +136,7 @@ def test_program_keys_tell_shapes_and_dtypes_apart() -> None:
     digests = {}
     for shape, dtype in SIGNATURES:
         t = TensorType(shape, dtype)
-        saved = {graph.input_keys[0]: t, graph.output_keys[0]: t}
+        saved = {graph.input_value_keys[0]: t, graph.output_keys[0]: t}
         program = build_program(graph, linear, [t], saved)
         digests[shape, dtype] = pipeline.program_digest(program)
     assert len(set(digests.values())) == len(SIGNATURES), digests

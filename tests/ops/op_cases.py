@@ -247,11 +247,13 @@ def _build() -> list[Case]:
     # the dtypes); axis-sensitive ops in real and complex double precision, and the
     # fusible ones (broadcasts and reductions share loop nests) in single precision too.
     sq = SQUARE
-    for name, op in (("add", ops.Add()), ("sub", ops.Sub()), ("mul", ops.Mul())):
-        add(_same(name, op, sq, "float64", 2))
-    add(_same("div", ops.Div(), sq, "float64", 2, ("normal", "nonzero")))
+    for primitive in table_elementwise():
+        allowed = primitive.allowed_dtypes  # type: ignore[attr-defined]
+        dtype = "float64" if "float64" in allowed else allowed[0]
+        generate = SPECIAL_INPUTS.get(primitive)
+        args = tuple(Arg(sq, dtype, primitive.domain) for _ in range(primitive.input_count))
+        add(Case(primitive.mnemonic, primitive(), args, generate(sq, dtype) if generate else None))
     add(_same("div", ops.Div(), sq, "complex128", 2, ("normal", "nonzero")))
-    add(Case("maximum", ops.Maximum(), (Arg(sq, "float64"),) * 2, _no_ties(sq, "float64")))
     add(Case("select", ops.Select(), (Arg(sq, "bool"), Arg(sq, "float64"), Arg(sq, "float64"))))
     add(_same("compare_lt", ops.Compare("lt"), sq, "float64", 2))
     for name, op, kind in unary:
