@@ -1,4 +1,5 @@
-"""The kernel caches: LRU bounds, atomic disk entries, corrupt or foreign entries are misses."""
+"""The kernel caches: LRU bounds, atomic disk entries, corrupt or foreign entries are misses,
+and keys that tell every shape and dtype apart (on disk and in memory)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,13 @@ import stat
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
+from helpers import random_array
 
+import tidu_compile as tc
+from tidu_compile import ops
+from tidu_compile.compiler import pipeline
 from tidu_compile.compiler.cache import (
     CACHE_ENV,
     DiskCache,
@@ -16,6 +22,9 @@ from tidu_compile.compiler.cache import (
     cache_key,
     default_cache_dir,
 )
+from tidu_compile.compiler.program import build_program
+from tidu_compile.executors.compiled import CompiledExecutor
+from tidu_compile.ops import TensorType
 
 
 def test_memory_cache_is_lru_and_bounded() -> None:
@@ -106,3 +115,72 @@ def test_default_dir_honours_environment(monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.delenv(CACHE_ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert default_cache_dir() == tmp_path / "tidu_compile"
+
+
+# ------------------------------------------------------------------ keys: every type apart
+
+#: Argument types of one node (``sin``) that must each get their own kernel: the same
+#: size in other shapes, the same shape in other dtypes.
+SIGNATURES = [((2, 3), "float64"), ((3, 2), "float64"), ((6,), "float64"),
+              ((2, 3), "float32"), ((2, 3), "complex128")]  # fmt: skip
+
+
+@pytest.mark.gate
+def test_program_keys_tell_shapes_and_dtypes_apart() -> None:
+    """The disk key (``pipeline.program_digest``) of one node's program differs for every
+    shape and dtype. Kernel symbols are named after it, so two programs sharing a key
+    would share native code: LLVM aborts the process, or one program's kernel runs on
+    the other's buffers. Hence a ``gate``: it runs first and a failure stops the run."""
+    graph = tc.RecordedGraph.from_primitive(ops.Sin(), [tc.Name("x")])
+    linear = graph.linearize([0])
+    digests = {}
+    for shape, dtype in SIGNATURES:
+        t = TensorType(shape, dtype)
+        saved = {graph.input_value_keys[0]: t, graph.output_keys[0]: t}
+        program = build_program(graph, linear, [t], saved)
+        digests[shape, dtype] = pipeline.program_digest(program)
+    assert len(set(digests.values())) == len(SIGNATURES), digests
+
+
+def _sin_gradients(executor: tc.BackwardExecutor) -> list[np.ndarray]:
+    """``d sin(x)`` with a random seed, for every signature (one backward node each)."""
+    rng = np.random.default_rng(0)
+    grads = []
+    for shape, dtype in SIGNATURES:
+        x = tc.tensor(random_array(rng, shape, dtype), requires_grad=True)
+        seed = random_array(rng, shape, dtype)
+        (g,) = tc.grad(tc.sin(x), [x], seed=seed, executor=executor)
+        assert g.shape == shape and g.dtype == dtype
+        grads.append(g)
+    return grads
+
+
+def test_disk_keys_tell_shapes_and_dtypes_apart(tmp_path: Path) -> None:
+    """One entry per compiled program; each comes back from disk for its own types.
+
+    A key that ignored the dtype or the shape would map two of these programs to one
+    file: fewer entries than compiles, and a fresh executor that may not compile would
+    find the other program's kernel (rejected) or none (``CompileForbiddenError``).
+    """
+    expected = _sin_gradients(tc.ReferenceExecutor())
+    writer = CompiledExecutor(tmp_path)
+    for got, want in zip(_sin_gradients(writer), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert writer.stats.compiles == len(SIGNATURES)
+    assert len(DiskCache(tmp_path).entries()) == len(SIGNATURES)
+
+    reader = CompiledExecutor(tmp_path, forbid_compile=True)
+    for got, want in zip(_sin_gradients(reader), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert reader.stats.disk_hits == len(SIGNATURES) and reader.stats.compiles == 0
+
+
+def test_memory_plans_tell_shapes_and_dtypes_apart() -> None:
+    """One executor, the same node structure, new types: a new plan each time (never a
+    plan made for other types), then cache hits for all of them."""
+    executor = CompiledExecutor(False)
+    expected = _sin_gradients(tc.ReferenceExecutor())
+    for _ in range(2):
+        for got, want in zip(_sin_gradients(executor), expected, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+        assert executor.stats.compiles == len(SIGNATURES)

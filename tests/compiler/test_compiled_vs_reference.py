@@ -1,7 +1,8 @@
 """The compiled executor against the numpy reference: every op, every dtype, random programs.
 
 Tolerances: 1e-12 relative (f64/c128) and 1e-5 (f32/c64), relative to the gradient's
-largest magnitude.
+largest magnitude. A node that fails to compile (and so runs on the reference) fails its
+test through ``tests/helpers/compile_errors.py``.
 """
 
 from __future__ import annotations
@@ -33,13 +34,6 @@ def assert_same_gradients(
         scale = max(float(np.max(np.abs(r), initial=0.0)), 1e-300)
         error = float(np.max(np.abs(c - r), initial=0.0)) / scale
         assert error <= tolerance(r.dtype), f"{what}: input {i} relative error {error:.3g}"
-
-
-@pytest.fixture(autouse=True)
-def no_compile_errors(compiled: CompiledExecutor):  # type: ignore[no-untyped-def]
-    """Every node must compile: a silent fallback to the reference would hide bugs."""
-    yield
-    assert compiled.stats.errors == []
 
 
 def weighted_loss(outputs: list[tc.Tensor], rng: np.random.Generator) -> tc.Tensor:

@@ -145,6 +145,7 @@ def test_user_scalar_primitives_fall_back_to_reference() -> None:
     assert executor.stats.fallbacks == 2 and executor.stats.compiles == 0
 
 
+@pytest.mark.compile_errors_expected
 def test_a_failing_compile_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
     from tidu_compile.compiler import pipeline
 

@@ -11,7 +11,8 @@ at another dtype (``widened``). It covers:
   0-d values), Python and array constants, ``where`` with data masks, ``maximum``;
 * fan-out (values reused), the two-output ``sincos``, reductions (``sum``/``mean`` with
   axes and ``keepdims``), ``matmul`` (2-d, vector and batched), reshape and transpose;
-* ``tc.function`` composites: a stretch of steps recorded as ONE tape node.
+* ``tc.function`` composites: a stretch of steps recorded as ONE tape node;
+* equal extents (``rows == cols``) in about half the programs.
 
 The loss is ``Re(sum(w * v))`` over a few pool values with fixed random weights ``w``.
 """
@@ -243,7 +244,11 @@ def make_program(seed: int, steps: int | None = None, dtype: str | None = None) 
     """A random program (``seed`` decides everything)."""
     rng = np.random.default_rng(seed)
     dtype = dtype or str(rng.choice(REAL + COMPLEX, p=[0.3, 0.35, 0.15, 0.2]))
-    rows, cols = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    rows = int(rng.integers(1, 5))
+    # Equal extents in about half the programs: square matrices, (2, n, n) batches and
+    # rows that match columns, where a kernel or rule that mixes up two axes of the
+    # same size still gets the shapes right and only the values wrong.
+    cols = rows if rng.random() < 0.4 else int(rng.integers(1, 5))
     candidates: list[Shape] = [(rows, cols), (cols,), (rows, 1), (), (2, rows, cols), (cols, rows)]
     count = int(rng.integers(1, 5))
     shapes = tuple(candidates[int(i)] for i in rng.choice(len(candidates), count))

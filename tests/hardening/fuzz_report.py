@@ -1,7 +1,10 @@
-"""Time budgets and counts of the fuzzers; ``conftest.py`` prints the counts at the end.
+"""How many cases the fuzzers run, and what they report; ``conftest.py`` prints the counts.
 
-``TIDU_FUZZ_SECONDS`` sets each fuzzer's budget (default 20 s in CI; raise it to fuzz
-longer on demand), ``TIDU_FUZZ_SEED`` the first seed (default 0).
+Each fuzzer runs a fixed number of seeded cases per run (its CI count), so what a run
+covers is the same on a fast and a slow machine. ``TIDU_FUZZ_SCALE=k`` multiplies every
+count (``10`` fuzzes ten times as long; the fuzzers' timeouts grow with it; ``0`` runs
+one case each), ``TIDU_FUZZ_SEED`` sets the first seed (default 0): a failure names its
+seed, and ``TIDU_FUZZ_SEED=<seed> TIDU_FUZZ_SCALE=0`` runs just that case.
 """
 
 from __future__ import annotations
@@ -10,16 +13,30 @@ import os
 import time
 from dataclasses import dataclass, field
 
-DEFAULT_SECONDS = 20.0
+SCALE_ENV = "TIDU_FUZZ_SCALE"
+SEED_ENV = "TIDU_FUZZ_SEED"
 
 
-def budget_seconds(default: float = DEFAULT_SECONDS) -> float:
-    text = os.environ.get("TIDU_FUZZ_SECONDS")
-    return float(text) if text else default
+def scale() -> float:
+    text = os.environ.get(SCALE_ENV)
+    value = float(text) if text else 1.0
+    if value < 0:
+        raise ValueError(f"{SCALE_ENV}: expected a number >= 0, got {text!r}")
+    return value
+
+
+def case_count(ci_count: int) -> int:
+    """The number of cases to run: ``ci_count`` times the scale, at least one."""
+    return max(1, round(ci_count * scale()))
+
+
+def timeout_seconds(ci_seconds: float) -> float:
+    """A fuzzer's timeout: generous at scale 1, growing with a larger scale."""
+    return ci_seconds * max(1.0, scale())
 
 
 def first_seed() -> int:
-    return int(os.environ.get("TIDU_FUZZ_SEED", "0"))
+    return int(os.environ.get(SEED_ENV, "0"))
 
 
 @dataclass

@@ -71,6 +71,7 @@ def fast_switching() -> Iterator[None]:
         sys.setswitchinterval(previous)
 
 
+@pytest.mark.timeout(300)  # ~10 s alone, ~40 s on a loaded machine
 def test_eight_threads_match_one_thread_and_compile_each_program_once(
     fast_switching: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -239,6 +239,7 @@ def test_two_processes_fill_one_cache_at_once(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ compile failures
 
 
+@pytest.mark.compile_errors_expected
 def test_failing_kernel_falls_back_for_that_node_only(monkeypatch: pytest.MonkeyPatch) -> None:
     real = pipeline.compile_program
 
@@ -258,6 +259,7 @@ def test_failing_kernel_falls_back_for_that_node_only(monkeypatch: pytest.Monkey
     assert executor.stats.fallbacks == 2 * failed and len(executor.stats.errors) == failed
 
 
+@pytest.mark.compile_errors_expected
 def test_failing_bind_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_engine(artifact: Any) -> Any:
         raise OSError("injected: cannot map executable memory")

@@ -1,7 +1,7 @@
 """Fuzzing gradients: compiled == reference, and reference == finite differences.
 
-Runs seeded random programs (``fuzz_programs``) for ``TIDU_FUZZ_SECONDS`` (default 20 s)
-and reports what it tried. Per program:
+Runs ``PROGRAMS`` seeded random programs (``fuzz_programs``; ``TIDU_FUZZ_SCALE``
+multiplies the count, see ``fuzz_report``) and reports what it tried. Per program:
 
 1. compiled vs reference gradients at the program's dtype;
 2. the same with NaN/inf in the inputs: the IEEE results must agree (``equal_nan``) and
@@ -10,18 +10,17 @@ and reports what it tried. Per program:
    two step sizes disagree with each other is a kink (``maximum``, ``where``, a branch
    cut) met by the perturbation, not a bug: it is counted as skipped.
 
-Reproduce a failure with ``TIDU_FUZZ_SEED=<seed> TIDU_FUZZ_SECONDS=1``.
+Reproduce a failure with ``TIDU_FUZZ_SEED=<seed> TIDU_FUZZ_SCALE=0``.
 """
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import numpy as np
 import pytest
 from fuzz_programs import FuzzProgram, make_program, wide_dtype
-from fuzz_report import FuzzCounts, budget_seconds, first_seed
+from fuzz_report import FuzzCounts, case_count, first_seed, timeout_seconds
 from helpers.numeric import central_difference_grad
 
 import tidu_compile as tc
@@ -112,26 +111,29 @@ def check_program(program: FuzzProgram, executor: CompiledExecutor, counts: Fuzz
             counts.fail(f"reference vs finite differences: {problem} [{program.describe()}]")
 
 
+#: Programs per CI run (about 0.3 s each here).
+PROGRAMS = 40
+
+
+@pytest.mark.timeout(timeout_seconds(240))
 def test_fuzz_compiled_reference_and_finite_differences() -> None:
     counts = FuzzCounts("gradient fuzzer")
     executor = CompiledExecutor(cache_dir=False)
-    deadline = time.perf_counter() + budget_seconds()
-    seed = first_seed()
+    start, total = first_seed(), case_count(PROGRAMS)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # a compile fallback is a finding
         warnings.filterwarnings("ignore", category=RuntimeWarning, module="numpy")
         warnings.filterwarnings("ignore", "invalid value|overflow|divide by zero")
-        while time.perf_counter() < deadline or counts.programs < 3:
+        for seed in range(start, start + total):
             program = make_program(seed)
             try:
                 check_program(program, executor, counts)
             except Exception as error:  # noqa: BLE001 - any crash is a finding
                 counts.fail(f"{type(error).__name__}: {error} [{program.describe()}]")
             counts.programs += 1
-            seed += 1
     counts.finish()
     print(counts.line(), f"compiles={executor.stats.compiles}")
-    assert counts.programs >= 3 and counts.inputs >= 9
+    assert counts.programs == total and counts.inputs == 3 * total
     assert not counts.failures, "\n".join(counts.failures[:10])
     assert counts.skipped <= max(2, counts.programs // 5), "too many non-smooth programs"
 

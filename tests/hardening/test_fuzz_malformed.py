@@ -1,7 +1,8 @@
 """Fuzzing with malformed inputs: odd layouts must give right answers, bad values must
 raise a specific error, and nothing may crash the process or poison the executor.
 
-Each trial picks a recorded node (``fuzz_inputs.NODES``) and one of:
+Runs ``TRIALS_PER_RUN`` seeded trials (``TIDU_FUZZ_SCALE`` multiplies the count, see
+``fuzz_report``). Each trial picks a recorded node (``fuzz_inputs.NODES``) and one of:
 
 * ``layout``: valid values in odd layouts (strided, reversed, big-endian, Fortran,
   unaligned, read-only, numpy scalars) as saved data and seeds: the compiled gradients
@@ -19,12 +20,12 @@ few trials a clean call checks that the executor still works without recompiling
 
 from __future__ import annotations
 
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from fuzz_inputs import (
     ALLOWED_ERRORS,
     LAYOUTS,
@@ -35,7 +36,7 @@ from fuzz_inputs import (
     message_names,
     node_arrays,
 )
-from fuzz_report import FuzzCounts, budget_seconds, first_seed
+from fuzz_report import FuzzCounts, case_count, first_seed, timeout_seconds
 
 import tidu_compile as tc
 from tidu_compile import ops
@@ -237,18 +238,22 @@ def clean_check(ex: CompiledExecutor) -> None:
         raise Finding("the executor no longer works after malformed inputs")
 
 
+#: Trials per CI run.
+TRIALS_PER_RUN = 1500
+
+
+@pytest.mark.timeout(timeout_seconds(240))
 def test_fuzz_malformed_inputs() -> None:
     counts = FuzzCounts("malformed-input fuzzer")
     ex = CompiledExecutor(cache_dir=False)
     node = NODES[0]
     leaf, y = record(node, *node_arrays(node, np.random.default_rng(0), "float64"))
     tc.grad(tc.sum(y), [leaf], executor=ex)  # warm: clean_check must not compile
-    deadline = time.perf_counter() + budget_seconds(15.0)
-    seed = first_seed()
+    start, total = first_seed(), case_count(TRIALS_PER_RUN)
     tried: dict[str, int] = dict.fromkeys(TRIALS, 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # numpy's invalid-value warnings
-        while time.perf_counter() < deadline or counts.inputs < 50:
+        for seed in range(start, start + total):
             rng = np.random.default_rng(seed)
             kind = str(rng.choice(list(TRIALS)))
             node = NODES[int(rng.integers(len(NODES)))]
@@ -262,9 +267,9 @@ def test_fuzz_malformed_inputs() -> None:
                 counts.fail(f"seed {seed} {kind} {node.name}: {type(error).__name__}: {error}")
             tried[kind] += 1
             counts.inputs += 1
-            seed += 1
     counts.programs = len(NODES)
     counts.finish()
     print(counts.line(), tried)
-    assert all(n > 0 for n in tried.values()), tried
+    assert counts.inputs == total
+    assert total < 50 or all(n > 0 for n in tried.values()), tried
     assert not counts.failures, "\n".join(counts.failures[:15])

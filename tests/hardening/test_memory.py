@@ -64,6 +64,7 @@ def train(executor: CompiledExecutor, iterations: int, samples: list[int]) -> fl
     return loss_value
 
 
+@pytest.mark.timeout(1500 if LONG else 300)  # ~20 s alone, ~80 s on a loaded machine
 def test_training_loop_keeps_memory_flat() -> None:
     executor = CompiledExecutor(cache_dir=False)
     samples: list[int] = []

@@ -21,11 +21,13 @@ def check_frontend_grad(
     np_fn: Callable[..., np.ndarray],
     arrays: Sequence[np.ndarray],
     seed: int = 0,
+    executor: tc.BackwardExecutor | None = None,
 ) -> list[np.ndarray | None]:
     """Check ``fn`` (on tensors) against ``np_fn`` (on arrays): value, then gradient.
 
-    The gradient is of ``L = Re(sum(conj(w) * fn(x...)))`` for a fixed random ``w``,
-    computed with the ``ReferenceExecutor`` and compared with central differences of
+    The gradient is of ``L = Re(sum(conj(w) * fn(x...)))`` for a fixed random ``w``
+    (never uniform: it tells the axes of a result apart), computed with ``executor``
+    (default: a ``ReferenceExecutor``) and compared with central differences of
     ``np_fn`` in double precision. Returns the gradients.
     """
     rng = np.random.default_rng(seed)
@@ -40,7 +42,7 @@ def check_frontend_grad(
 
     w = random_array(rng, out.shape, out.dtype)
     loss = tc.real(tc.sum(np.conj(w) * out))
-    grads = tc.grad(loss, tensors, executor=tc.ReferenceExecutor())
+    grads = tc.grad(loss, tensors, executor=executor or tc.ReferenceExecutor())
 
     wide_w = w.astype(widen_dtype(w.dtype))
 

@@ -1,7 +1,9 @@
 """The op table shared by the op tests (in the style of JAX's ``lax_autodiff_test``).
 
 One ``Case`` per (op instance, input shapes/dtypes, input generator). ``CASES`` covers
-every standard op in every dtype it supports.
+every standard op in every dtype it supports, at shapes with all-distinct extents
+(``2x3x4``) and again at square or repeated ones (``3x3``, ``2x2x2``; the
+``EQUAL_EXTENT_*`` tables; see ``has_equal_extents``).
 """
 
 from __future__ import annotations
@@ -234,19 +236,121 @@ def _build() -> list[Case]:
         ("two_batch_swapped", (2, 3, 4), (3, 2, 4), (2,), (2,), (0, 1), (1, 0)),
     ]
     for dtype in ALL:
-        for operand, shape, dims in broadcasts:
-            add(_same("broadcast_in_dim", ops.BroadcastInDim(shape, dims, operand), operand,
-                      dtype, 1))  # fmt: skip
-        for operand, axes in reduces:
-            add(_same(f"reduce_sum{axes}", ops.ReduceSum(axes, operand), operand, dtype, 1))
-        for operand, shape in reshapes:
-            add(_same(f"reshape_to{shape}", ops.Reshape(shape, operand), operand, dtype, 1))
-        for operand, perm in transposes:
-            add(_same(f"transpose{perm}", ops.Transpose(perm), operand, dtype, 1))
-        for name, lhs, rhs, lc, rc, lb, rb in dots:
-            op = ops.DotGeneral(lc, rc, lb, rb, lhs, rhs)
-            add(Case(name, op, (Arg(lhs, dtype), Arg(rhs, dtype))))
+        cases += _structural(dtype, broadcasts, reduces, reshapes, transposes, dots)
+
+    # ---------------------------------------------------------------- equal extents
+    # Square and repeated extents. A rule or kernel that mixes up two axes of the same
+    # size (a ReduceSum transpose broadcasting along the wrong axis, a fused broadcast
+    # indexed by the wrong loop, a square contraction's cotangent transposed) is wrong
+    # only here: the all-distinct shapes above cannot tell the axes apart.
+    # Elementwise ops once each (their rules and kernels see no axes; the 2x3 rows cover
+    # the dtypes); axis-sensitive ops in real and complex double precision, and the
+    # fusible ones (broadcasts and reductions share loop nests) in single precision too.
+    sq = SQUARE
+    for primitive in table_elementwise():
+        allowed = primitive.allowed_dtypes  # type: ignore[attr-defined]
+        dtype = "float64" if "float64" in allowed else allowed[0]
+        generate = SPECIAL_INPUTS.get(primitive)
+        args = tuple(Arg(sq, dtype, primitive.domain) for _ in range(primitive.input_count))
+        add(Case(primitive.mnemonic, primitive(), args, generate(sq, dtype) if generate else None))
+    add(_same("div", ops.Div(), sq, "complex128", 2, ("normal", "nonzero")))
+    add(Case("select", ops.Select(), (Arg(sq, "bool"), Arg(sq, "float64"), Arg(sq, "float64"))))
+    add(_same("compare_lt", ops.Compare("lt"), sq, "float64", 2))
+    for name, op, kind in unary:
+        add(_same(name, op, sq, "float64", 1, (kind,)))
+    add(_same("scale_complex", ops.Scale(0.5 - 1.5j), sq, "complex128", 1))
+    add(_same("real", ops.Real(), sq, "complex128", 1))
+    add(_same("imag", ops.Imag(), sq, "complex128", 1))
+    add(_same("to_complex_im", ops.ToComplex(True), sq, "float64", 1))
+    add(_same("convert_to_c128", ops.Convert("complex128", "float64"), sq, "float64", 1))
+    for dtype in ALL:
+        cases += _structural(dtype, EQUAL_EXTENT_BROADCASTS, EQUAL_EXTENT_REDUCES,
+                             name_broadcasts=True)  # fmt: skip
+    for dtype in EQUAL_EXTENT_DTYPES:
+        cases += _structural(dtype, (), (), EQUAL_EXTENT_RESHAPES, EQUAL_EXTENT_TRANSPOSES,
+                             EQUAL_EXTENT_DOTS)  # fmt: skip
     return cases
+
+
+def _structural(
+    dtype: str,
+    broadcasts: Sequence[tuple] = (),
+    reduces: Sequence[tuple] = (),
+    reshapes: Sequence[tuple] = (),
+    transposes: Sequence[tuple] = (),
+    dots: Sequence[tuple] = (),
+    name_broadcasts: bool = False,
+) -> list[Case]:
+    """Rows of the shape ops and contractions in ``dtype``, from tables of
+    (operand, shape, dims), (operand, axes), (operand, shape), (operand, perm) and
+    (name, lhs, rhs, lhs_c, rhs_c, lhs_b, rhs_b). ``name_broadcasts`` puts the result
+    shape and dims in a broadcast's name (two may share an operand shape)."""
+    rows = []
+    for operand, shape, dims in broadcasts:
+        name = f"broadcast_in_dim_to{_shape(shape)}_dims{dims}" if name_broadcasts else (
+            "broadcast_in_dim")  # fmt: skip
+        rows.append(_same(name, ops.BroadcastInDim(shape, dims, operand), operand, dtype, 1))
+    for operand, axes in reduces:
+        rows.append(_same(f"reduce_sum{axes}", ops.ReduceSum(axes, operand), operand, dtype, 1))
+    for operand, shape in reshapes:
+        rows.append(_same(f"reshape_to{shape}", ops.Reshape(shape, operand), operand, dtype, 1))
+    for operand, perm in transposes:
+        rows.append(_same(f"transpose{perm}", ops.Transpose(perm), operand, dtype, 1))
+    for name, lhs, rhs, lc, rc, lb, rb in dots:
+        op = ops.DotGeneral(lc, rc, lb, rb, lhs, rhs)
+        rows.append(Case(name, op, (Arg(lhs, dtype), Arg(rhs, dtype))))
+    return rows
+
+
+#: The square shape of the elementwise rows with equal extents.
+SQUARE = (3, 3)
+#: The dtypes of the transposes, reshapes and contractions with equal extents.
+EQUAL_EXTENT_DTYPES = ("float64", "complex128")
+#: (operand shape, result shape, broadcast_dimensions): rows and columns of equal size.
+EQUAL_EXTENT_BROADCASTS = [
+    ((3,), (3, 3), (1,)),
+    ((3,), (3, 3), (0,)),
+    ((3, 1), (3, 3), (0, 1)),
+    ((1, 3), (3, 3), (0, 1)),
+    ((2,), (2, 2, 2), (1,)),
+    ((2, 2), (2, 2, 2), (0, 2)),
+    ((2, 1), (2, 2, 2), (1, 2)),
+]
+#: (operand shape, axes): every single axis of a cube, and pairs.
+EQUAL_EXTENT_REDUCES = [
+    ((3, 3), (0,)),
+    ((3, 3), (1,)),
+    ((3, 3), (0, 1)),
+    ((2, 2, 2), (0,)),
+    ((2, 2, 2), (1,)),
+    ((2, 2, 2), (2,)),
+    ((2, 2, 2), (0, 2)),
+    ((2, 2, 2), (1, 2)),
+]
+EQUAL_EXTENT_RESHAPES = [((3, 3), (9,)), ((2, 2, 2), (4, 2)), ((4,), (2, 2))]
+EQUAL_EXTENT_TRANSPOSES = [((3, 3), (1, 0)), ((2, 2, 2), (1, 2, 0)), ((2, 2, 2), (2, 0, 1)),
+                           ((2, 2, 2), (0, 2, 1)), ((2, 2, 2), (1, 0, 2))]  # fmt: skip
+#: Square contractions: name, lhs shape, rhs shape, lhs_c, rhs_c, lhs_b, rhs_b.
+EQUAL_EXTENT_DOTS = [
+    ("matmul", (3, 3), (3, 3), (1,), (0,), (), ()),
+    ("matmul_lhs_t", (3, 3), (3, 3), (0,), (0,), (), ()),
+    ("matmul_rhs_t", (3, 3), (3, 3), (1,), (1,), (), ()),
+    ("batched_matmul", (2, 2, 2), (2, 2, 2), (2,), (1,), (0,), (0,)),
+    ("outer", (3,), (3,), (), (), (), ()),
+    ("matvec", (3, 3), (3,), (1,), (0,), (), ()),
+    ("vecmat", (3,), (3, 3), (0,), (0,), (), ()),
+    ("two_contracting", (2, 2, 2), (2, 2, 2), (1, 2), (1, 0), (), ()),
+    ("batch_not_leading", (2, 2, 2), (2, 2, 2), (2,), (0,), (1,), (2,)),
+    ("two_batch_swapped", (2, 2, 2), (2, 2, 2), (2,), (2,), (0, 1), (1, 0)),
+]
+
+
+def has_equal_extents(case: Case) -> bool:
+    """True if two dims of one argument, or of the op's first result, have the same size."""
+    shapes = [a.shape for a in case.args]
+    if isinstance(case.op, ops.BroadcastInDim):
+        shapes.append(tuple(case.op.shape))
+    return any(len(set(s)) < len(s) for s in shapes)
 
 
 CASES: list[Case] = _build()

@@ -1,18 +1,27 @@
 """Table-driven AD checks of every standard op (cf. JAX's ``lax_autodiff_test``).
 
-For each case of ``op_cases.CASES``:
+For each case of ``op_cases.CASES`` (distinct extents, and square or repeated ones):
 
 * the type rule agrees with ``evaluate`` (shapes and dtypes);
 * adjoint (dot-product) test: ``Re<J v, u> == Re<v, J^T u>`` where ``J v`` is the
-  linearized graph evaluated on random tangents and ``J^T u`` comes from
-  ``ReferenceExecutor.run_transposed_linear``;
+  linearized graph evaluated on random tangents and ``J^T u`` comes from the executor's
+  ``run_transposed_linear``;
 * ``tidu_compile.grad`` of ``L = Re(sum(conj(w) * op(x...)))`` matches central finite
   differences (computed in double precision).
+
+The last two run on the reference executor, and for the cases with equal extents on
+the compiled one too (whose every backward node must run a compiled plan): a wrong JVP
+or transpose rule is shared by both executors, so comparing them with each other
+(``tests/compiler``) cannot find it; only these mathematical checks can. The
+cotangents ``u`` and weights ``w`` are random, never uniform: a uniform cotangent
+cannot tell which axis a transpose broadcasts along.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -26,7 +35,15 @@ from helpers import (
     real_inner,
     widen_dtype,
 )
-from op_cases import CASES, DIFFERENTIABLE_CASES, NON_DIFFERENTIABLE_CASES, Case, params, wide_op
+from op_cases import (
+    CASES,
+    DIFFERENTIABLE_CASES,
+    NON_DIFFERENTIABLE_CASES,
+    Case,
+    has_equal_extents,
+    params,
+    wide_op,
+)
 
 import tidu_compile as tc
 from tidu_compile import (
@@ -41,6 +58,7 @@ from tidu_compile import (
     resolve,
 )
 from tidu_compile.ad import fresh_pass_id
+from tidu_compile.executors.compiled import CompiledExecutor
 from tidu_compile.executors.reference import EvaluatingBuilder
 from tidu_compile.frontend.tensor import apply_op
 from tidu_compile.graph import External
@@ -56,18 +74,68 @@ def _evaluate(op: Any, xs: list[np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(y) for y in op.evaluate(*xs)]
 
 
+EXECUTORS = ("reference", "compiled")
+
+
+def _executors_for(case: Case) -> tuple[str, ...]:
+    """Every case on the reference executor; on the compiled one too where two extents
+    are equal (the compiled executor meets every case in ``tests/compiler`` against the
+    reference, which catches its own bugs; these catch the ones it shares)."""
+    return EXECUTORS if has_equal_extents(case) else EXECUTORS[:1]
+
+
+def _executor(name: str, request: pytest.FixtureRequest) -> tc.BackwardExecutor:
+    """The reference executor, or the session's compiled one (``tests/conftest.py``)."""
+    if name == "compiled":
+        executor = request.getfixturevalue("compiled")
+        assert isinstance(executor, CompiledExecutor)
+        return executor
+    return ReferenceExecutor()
+
+
+class _NodeCounter(ReferenceExecutor):
+    """A reference executor that counts the backward nodes it runs."""
+
+    nodes = 0
+
+    def run_transposed_linear(self, linear, cotangent_out, external_data, ctx):  # type: ignore[no-untyped-def]
+        self.nodes += 1
+        return super().run_transposed_linear(linear, cotangent_out, external_data, ctx)
+
+
+@contextmanager
+def _runs_natively(executor: tc.BackwardExecutor, nodes: int, what: str) -> Iterator[None]:
+    """For a compiled executor: each of the block's ``nodes`` backward nodes ran a
+    compiled plan (compiled now, or a cache hit), none went to the reference path."""
+    if not isinstance(executor, CompiledExecutor):
+        yield
+        return
+    stats = executor.stats
+    before = stats.compiles + stats.memory_hits + stats.disk_hits
+    yield
+    runs = stats.compiles + stats.memory_hits + stats.disk_hits - before
+    assert runs == nodes, f"{what}: {runs} compiled runs for {nodes} backward nodes"
+
+
 # --------------------------------------------------------------------------- jvp / vjp
 
 
-def _linearize(case: Case, xs: list[np.ndarray], slots: list[int]):
-    """Linearize the one-op recorded graph; returns (linear, residual data)."""
+def _linearize(
+    case: Case, xs: list[np.ndarray], slots: list[int], executor: CompiledExecutor | None = None
+) -> tuple[RecordedGraph, Any, Any, dict[Any, np.ndarray]]:
+    """Linearize the one-op recorded graph (with ``executor``'s own linearization when
+    given: a compiled executor runs only the linear graphs it made); returns (graph,
+    linear, residual data of the reference executor, saved data)."""
     graph = RecordedGraph.from_primitive(case.op, [Name(f"x{i}") for i in range(len(xs))])
-    linear = graph.linearize(slots)
+    if executor is None:
+        linear = graph.linearize(slots)
+    else:
+        linear = executor.linearize_recorded_graph(graph, slots, None)
     ys = _evaluate(case.op, xs)
     saved = dict(zip(graph.input_value_keys, xs, strict=True))
     saved.update(zip(graph.output_keys, ys, strict=True))
     residuals = ReferenceExecutor().execute_forward(PrimitiveGraph(linear.graph), saved)
-    return graph, linear, residuals
+    return graph, linear, residuals, saved
 
 
 def _jvp(linear, residuals, tangents: list[np.ndarray | None]) -> list[np.ndarray | None]:
@@ -109,9 +177,11 @@ def _slot_choices(case: Case) -> list[list[int]]:
 
 
 ADJOINT_PARAMS = [
-    pytest.param(c, slots, id=f"{c.id}-slots{''.join(map(str, slots))}")
+    pytest.param(c, slots, executor, id=f"{c.id}-slots{''.join(map(str, slots))}-{executor}")
     for c in CASES
     for slots in _slot_choices(c)
+    for executor in _executors_for(c)
+    if executor == "reference" or c.differentiable
 ]
 
 
@@ -125,11 +195,15 @@ def test_type_rule_matches_evaluate_for_every_case() -> None:
             assert type_of(y) == t, f"{case.id}: evaluate gave {type_of(y)}, type rule {t}"
 
 
-@pytest.mark.parametrize("case, slots", ADJOINT_PARAMS)
-def test_adjoint(case: Case, slots: list[int]) -> None:
+@pytest.mark.parametrize("case, slots, executor_name", ADJOINT_PARAMS)
+def test_adjoint(
+    case: Case, slots: list[int], executor_name: str, request: pytest.FixtureRequest
+) -> None:
+    executor = _executor(executor_name, request)
     rng = _rng(case, 1)
     xs = case.inputs(rng)
-    _, linear, residuals = _linearize(case, xs, slots)
+    compiled = isinstance(executor, CompiledExecutor)
+    _, linear, residuals, saved = _linearize(case, xs, slots, executor if compiled else None)
     assert len(linear.tangent_inputs) == len(xs)
     assert len(linear.tangent_outputs) == len(slots)
 
@@ -145,7 +219,9 @@ def test_adjoint(case: Case, slots: list[int]) -> None:
     for s, t in zip(slots, jv, strict=True):
         assert type_of(t) == out_types[s], f"{case.id}: tangent of slot {s} has {type_of(t)}"
 
-    ct = ReferenceExecutor().run_transposed_linear(linear, u, residuals, None)
+    data = executor.execute_forward(PrimitiveGraph(linear.graph), saved)
+    with _runs_natively(executor, 1, case.id):
+        ct = executor.run_transposed_linear(linear, u, data, None)
     assert len(ct) == len(xs)
     for x, c, vi in zip(xs, ct, v, strict=True):
         if vi is None:
@@ -196,7 +272,7 @@ def test_adjoint_with_one_active_input(case: Case, index: int) -> None:
     assert abs(lhs - rhs) <= 1e-10 * scale, f"{case.id}: {lhs!r} != {rhs!r}"
 
     # The one-input JVP is the full JVP with the other tangents set to zero.
-    _, full, full_residuals = _linearize(case, xs, [0])
+    _, full, full_residuals, _ = _linearize(case, xs, [0])
     zeros = [np.zeros_like(x) if x.dtype.kind in "fc" else None for x in xs]
     zeros[index] = v
     (expected,) = _jvp(full, full_residuals, zeros)
@@ -211,14 +287,18 @@ def _loss_slots(case: Case) -> list[list[int]]:
 
 
 GRAD_PARAMS = [
-    pytest.param(c, slots, id=f"{c.id}-slots{''.join(map(str, slots))}")
+    pytest.param(c, slots, executor, id=f"{c.id}-slots{''.join(map(str, slots))}-{executor}")
     for c in DIFFERENTIABLE_CASES
     for slots in _loss_slots(c)
+    for executor in _executors_for(c)
 ]
 
 
-@pytest.mark.parametrize("case, slots", GRAD_PARAMS)
-def test_grad_matches_finite_differences(case: Case, slots: list[int]) -> None:
+@pytest.mark.parametrize("case, slots, executor_name", GRAD_PARAMS)
+def test_grad_matches_finite_differences(
+    case: Case, slots: list[int], executor_name: str, request: pytest.FixtureRequest
+) -> None:
+    executor = _executor(executor_name, request)
     rng = _rng(case, 2)
     xs = case.inputs(rng)
     out_types = case.op.infer_types(*(type_of(x) for x in xs))
@@ -231,7 +311,10 @@ def test_grad_matches_finite_differences(case: Case, slots: list[int]) -> None:
         term = tc.real(tc.sum(np.conj(ws[s]) * outs[s]))
         loss = term if loss is None else loss + term
     assert loss.shape == ()
-    grads = tc.grad(loss, tensors, executor=ReferenceExecutor())
+    counter = _NodeCounter()
+    tc.grad(loss, tensors, executor=counter)
+    with _runs_natively(executor, counter.nodes, case.id):
+        grads = tc.grad(loss, tensors, executor=executor)
 
     wide = wide_op(case.op)
     wide_ws = {s: w.astype(widen_dtype(w.dtype)) for s, w in ws.items()}
@@ -289,7 +372,7 @@ def test_jvp_of_a_holomorphic_op_is_complex_linear() -> None:
     case = next(c for c in CASES if c.name == "exp" and c.args[0].dtype == "complex128")
     rng = np.random.default_rng(5)
     xs = case.inputs(rng)
-    _, linear, residuals = _linearize(case, xs, [0])
+    _, linear, residuals, _ = _linearize(case, xs, [0])
     v = random_array(rng, xs[0].shape, "complex128")
     (jv,) = _jvp(linear, residuals, [v])
     (jiv,) = _jvp(linear, residuals, [1j * v])
@@ -323,6 +406,36 @@ def test_case_table_covers_every_op_class() -> None:
             assert (name, dtype) in dtypes, (name, dtype)
 
 
+def test_every_op_class_has_rows_with_equal_extents() -> None:
+    """Every op meets a square or repeated shape; axis-sensitive ops in several dtypes."""
+    covered = {type(c.op).__name__ for c in CASES if has_equal_extents(c)}
+    missing = {type(c.op).__name__ for c in CASES} - covered
+    assert not missing, f"op classes without a row with equal extents: {sorted(missing)}"
+    dtypes = {(type(c.op).__name__, a.dtype) for c in CASES if has_equal_extents(c)
+              for a in c.args}  # fmt: skip
+    for name in ("ReduceSum", "BroadcastInDim"):
+        for dtype in ("float32", "float64", "complex64", "complex128"):
+            assert (name, dtype) in dtypes, (name, dtype)
+    for name in ("Transpose", "DotGeneral", "Reshape", "Div"):
+        for dtype in ("float64", "complex128"):
+            assert (name, dtype) in dtypes, (name, dtype)
+
+
+@pytest.mark.parametrize("executor_name", EXECUTORS)
+@pytest.mark.parametrize("axis", [0, 1])
+def test_sum_of_a_square_matrix_broadcasts_its_cotangent_along_the_summed_axis(
+    axis: int, executor_name: str, request: pytest.FixtureRequest
+) -> None:
+    """``d/dA sum_j w_j * sum(A, axis)_j``: ``w`` along the kept axis, repeated along
+    ``axis``. With a 3x3 ``A`` both axes fit the shape, so only the values tell."""
+    a = tc.tensor(np.arange(9.0).reshape(3, 3), requires_grad=True)
+    w = np.array([1.0, 10.0, 100.0])
+    executor = _executor(executor_name, request)
+    (g,) = tc.grad(tc.sum(tc.sum(a, axis=axis) * w), [a], executor=executor)
+    expected = np.tile(w, (3, 1)) if axis == 0 else np.tile(w[:, None], (1, 3))
+    np.testing.assert_array_equal(g, expected)
+
+
 # --------------------------------------------------------------------------- values
 
 _REFERENCE_VALUES: dict[str, Any] = {
@@ -337,6 +450,7 @@ _REFERENCE_VALUES: dict[str, Any] = {
     "conj": np.conj, "full_like": lambda x: np.full_like(x, 3.0), "real": np.real,
     "imag": np.imag, "to_complex_re": lambda x: x + 0j, "to_complex_im": lambda x: 1j * x,
     "matmul": np.matmul, "matmul_lhs_t": lambda a, b: a.T @ b, "batched_matmul": np.matmul,
+    "matmul_rhs_t": lambda a, b: a @ b.T,
     "inner": np.inner, "outer": np.outer, "matvec": np.matmul, "vecmat": np.matmul,
     "two_contracting": lambda a, b: np.tensordot(a, b, axes=([1, 2], [1, 0])),
     "batch_not_leading": lambda a, b: np.einsum("ibk,kjb->bij", a, b),
