@@ -8,6 +8,7 @@ The ops live in these files, re-exported here:
 - `tidu_elementwise`: the hand-written elementwise ops and the family bases;
 - `tidu_table`: the ops generated from the op table (exp, log, sub, div, ...);
 - `tidu_shape`: broadcast_in_dim, reduce_sum, reshape, transpose, dot_general;
+- `tidu_indexing`: slice, pad, concatenate, gather, scatter_add;
 - `tidu_kernel`: kernel and yield.
 `tidu_base` holds the type helpers and the elementwise family base class.
 
@@ -58,6 +59,7 @@ from .tidu_elementwise import (
     ToComplexOp,
     UnaryElementwiseOperation,
 )
+from .tidu_indexing import ConcatenateOp, GatherOp, PadOp, ScatterAddOp, SliceOp
 from .tidu_kernel import KernelOp, YieldOp
 from .tidu_shape import BroadcastInDimOp, DotGeneralOp, ReduceSumOp, ReshapeOp, TransposeOp
 from .tidu_table import derive_ops
@@ -68,6 +70,8 @@ HAND_WRITTEN_OPS: tuple[type[IRDLOperation], ...] = (
     PowOp, ScaleOp, ShiftOp, FullLikeOp, ToComplexOp, ConvertOp, ConstantOp,
     # shape
     BroadcastInDimOp, ReduceSumOp, ReshapeOp, TransposeOp, DotGeneralOp,
+    # indexing and joining
+    SliceOp, PadOp, ConcatenateOp, GatherOp, ScatterAddOp,
 )  # fmt: skip
 
 OP_OF_PRIMITIVE, GENERATED_OPS = derive_ops(HAND_WRITTEN_OPS)
@@ -105,6 +109,7 @@ __all__ = [
     "BinaryElementwiseOperation",
     "BroadcastInDimOp",
     "CompareOp",
+    "ConcatenateOp",
     "ComplexPartOperation",
     "ConjOp",
     "ConstantOp",
@@ -114,19 +119,23 @@ __all__ = [
     "ElementwiseOperation",
     "FloatParameterUnaryOperation",
     "FullLikeOp",
+    "GatherOp",
     "ImagOp",
     "KernelOp",
     "LiteralUnaryOperation",
     "MulOp",
     "NegOp",
+    "PadOp",
     "PowOp",
     "RealOp",
     "ReduceSumOp",
     "ReshapeOp",
     "ScaleOp",
+    "ScatterAddOp",
     "SelectOp",
     "ShiftOp",
     "SinCosOp",
+    "SliceOp",
     "Tidu",
     "ToComplexOp",
     "TransposeOp",

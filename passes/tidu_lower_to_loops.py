@@ -21,6 +21,13 @@ with the unit attribute ``tidu.kernel``. Kernel function convention:
     the body with arith/math ops, stores each plain result, and adds each reduced
     result into its output (load, ``arith.addf`` with ``fastmath<reassoc>`` so LLVM
     may vectorize the sum, store).
+  * map entries that are more than a dimension (slices, gathers, pads, scatter-adds:
+    ``tidu_access.Index``) become index arithmetic (``tidu_loop_access``): affine ones
+    ``arith.muli``/``addi``, ``in<k>`` ones a load of the index operand, wrapped and
+    clamped into the dimension; a result written through ``in<k>`` accumulates like a
+    reduced one. An operand with a fill is read at index 0 and the fill selected where
+    its index leaves it; a result with a fill gets it, before the main nest, where no
+    iteration writes.
 
 In ``@f`` each kernel is replaced, in this exact form, by::
 
@@ -105,6 +112,7 @@ from xdsl.passes import ModulePass
 
 from .errors import LoweringError
 from .tidu_complex_lowering import Scalar, complex_lowering
+from .tidu_loop_access import fill_result, guarded_load, index_values, whole_fill_results
 from .tidu_scalar_lowering import PASS_NAME, Emit, constant, lower_scalar_op
 
 REASSOC = FastMathFlagsAttr([FastMathFlag.REASSOC])
@@ -228,8 +236,14 @@ def _name(scalar: Scalar, source: SSAValue) -> None:
 
 
 def is_chunked(kernel: KernelOp, chunked: bool) -> bool:
-    """Whether the kernel function takes a ``[lo, hi)`` range of domain dimension 0."""
-    return chunked and len(kernel.domain) > 0 and kernel.domain[0] > 0  # empty: no chunks
+    """Whether the kernel function takes a ``[lo, hi)`` range of domain dimension 0
+    (not for an empty domain, nor when a result is filled whole: ``whole_fill_results``)."""
+    return (
+        chunked
+        and len(kernel.domain) > 0
+        and kernel.domain[0] > 0
+        and not whole_fill_results(kernel)
+    )
 
 
 def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) -> func.FuncOp:
@@ -251,9 +265,9 @@ def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) ->
         entry.args[-2].name_hint, entry.args[-1].name_hint = "lo", "hi"
         chunk[0] = (entry.args[-2], entry.args[-1])
 
-    reduced = [bool(kernel.reduced_dims(j)) for j in range(len(outs))]
+    accumulates = [kernel.accumulates(j) for j in range(len(outs))]
     for j, out in enumerate(outs):
-        if reduced[j]:
+        if accumulates[j]:
             # A chunk zeroes only the rows of domain dim 0 it owns; an output summed over
             # dim 0 is a private partial buffer of the chunk and is zeroed whole.
             result_map = list(kernel.result_map(j))
@@ -263,18 +277,37 @@ def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) ->
             for indices in body.parts(ivs, kernel.outputs[j].type):
                 body.emit(memref.StoreOp.get(zero, out, indices))
             body.close(outer)
+        elif kernel.result_fill(j) is not None:  # where no iteration writes: the fill
+            fill_result(body, kernel, j, out, chunk.get(0))
 
     ivs, outer = body.loop_nest(domain, chunk)
+    integers: dict[int, SSAValue] = {}
+
+    def read_via(k: int) -> SSAValue:
+        """The integer index operand ``k`` holds at this point (loaded once)."""
+        if k not in integers:
+            shape = _tensor_shape(kernel.inputs[k].type)
+            where = index_values(body, kernel.operand_indices(k), ivs, shape, read_via)
+            integers[k] = body.emit(memref.LoadOp.get(ins[k], where)).results[0]
+        return integers[k]
+
     kernel_block = kernel.body.block
     values: dict[SSAValue, Scalar] = {}
     for index, arg in enumerate(kernel_block.args):
         if arg.uses:
-            mapping = kernel.operand_map(index)
-            indices = [body.index(0) if d == -1 else ivs[d] for d in mapping]
-            values[arg] = tuple(
-                body.emit(memref.LoadOp.get(ins[index], part)).results[0]
-                for part in body.parts(indices, kernel.inputs[index].type)
-            )
+            tensor = kernel.inputs[index].type
+            shape = _tensor_shape(tensor)
+            mapping = kernel.operand_indices(index)
+            indices = index_values(body, mapping, ivs, shape, read_via)
+            fill = kernel.operand_fill(index)
+            if fill is None:
+                values[arg] = tuple(
+                    body.emit(memref.LoadOp.get(ins[index], part)).results[0]
+                    for part in body.parts(indices, tensor)
+                )
+            else:
+                values[arg] = guarded_load(body, ins[index], tensor, mapping, indices, shape,
+                                           domain, fill)  # fmt: skip
             _name(values[arg], arg)
     for op in kernel_block.ops:
         if isinstance(op, YieldOp):
@@ -289,10 +322,11 @@ def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) ->
     terminator = kernel_block.last_op
     assert isinstance(terminator, YieldOp)
     for j, (value, out) in enumerate(zip(terminator.values, outs, strict=True)):
-        indices = [ivs[d] for d in kernel.result_map(j)]
-        for scalar, part in zip(values[value], body.parts(indices, kernel.outputs[j].type),
-                                strict=True):
-            if reduced[j]:
+        tensor = kernel.outputs[j].type
+        indices = index_values(body, kernel.result_indices(j), ivs, _tensor_shape(tensor),
+                               read_via)  # fmt: skip
+        for scalar, part in zip(values[value], body.parts(indices, tensor), strict=True):
+            if accumulates[j]:
                 old = body.emit(memref.LoadOp.get(out, part)).results[0]
                 scalar = body.emit(arith.AddfOp(old, scalar, REASSOC)).results[0]
             body.emit(memref.StoreOp.get(scalar, out, part))

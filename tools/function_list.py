@@ -22,6 +22,8 @@ GROUPS = {
     "reductions": "reductions",
     "shapes": "shapes",
     "linalg": "contractions",
+    "joining": "joining and splitting",
+    "gather": "indexing",
     "promotion": "dtypes and broadcasting",
 }
 

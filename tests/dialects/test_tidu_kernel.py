@@ -35,6 +35,19 @@ EXAMPLES = {
     %t3 = tidu.real %t2 : complex<f64>
     tidu.yield %t3, %t1 : f64, i1
   } : tensor<4xf64>, tensor<4xi1>""",  # noqa: E501
+    "slices_pads_and_fills": """\
+  %r:2 = tidu.kernel ins(%v, %v, %x : tensor<8xf64>, tensor<8xf64>, tensor<4x8xf64>) domain [7] maps [[0+1], [0*-1+7] fill -0.000000e+00, [_+2, 0]] -> [[0+1] fill 0.000000e+00, [0]] {
+  ^bb0(%a0: f64, %a1: f64, %a2: f64):
+    %t = tidu.mul %a0, %a1 : f64
+    %o = tidu.add %t, %a2 : f64
+    tidu.yield %t, %o : f64, f64
+  } : tensor<8xf64>, tensor<7xf64>""",  # noqa: E501
+    "gather_and_scatter": """\
+  %r:2 = tidu.kernel ins(%x, %n, %q : tensor<4x8xf64>, tensor<4xi64>, tensor<8x8xf64>) domain [4, 8] maps [[in1, 1], [0], [1, 1]] -> [[in1, 1], [1]] {
+  ^bb0(%a0: f64, %a1: i64, %a2: f64):
+    %t = tidu.mul %a0, %a2 : f64
+    tidu.yield %t, %t : f64, f64
+  } : tensor<4x8xf64>, tensor<8xf64>""",  # noqa: E501
     "no_inputs": """\
   %r = tidu.kernel ins() domain [2, 3] maps [] -> [[0, 1]] {
     %t = tidu.constant 3.000000e+00 : f64
@@ -133,12 +146,12 @@ KERNEL_FAILURES = [
         "operand dimension (1).",
     ),
     (
-        """  %r = tidu.kernel ins(%v : tensor<8xf64>) domain [8] maps [[-1]] -> [[0]] {
+        """  %r = tidu.kernel ins(%v : tensor<8xf64>) domain [8] maps [[_+8]] -> [[0]] {
   ^bb0(%a0: f64):
     tidu.yield %a0 : f64
   } : tensor<8xf64>""",
-        "tidu.kernel operand 0 (tensor<8xf64>) maps dimension 0 to -1 (broadcast), but only a "
-        "dimension of size 1 can, and it has 8.",
+        "tidu.kernel operand 0 (tensor<8xf64>) reaches dimension 0 (size 8) at indices 8..8 "
+        "(_+8), outside 0..7; only a map with a fill may read outside.",
     ),
     (
         """  %r = tidu.kernel ins(%v : tensor<8xf64>) domain [8] maps [[1]] -> [[0]] {
@@ -149,19 +162,51 @@ KERNEL_FAILURES = [
         "for the domain [8].",
     ),
     (
-        """  %r = tidu.kernel ins(%q : tensor<8x8xf64>) domain [8] maps [[0, 0]] -> [[0]] {
-  ^bb0(%a0: f64):
-    tidu.yield %a0 : f64
-  } : tensor<8xf64>""",
-        "tidu.kernel operand 0 has the map [0, 0], which uses iteration dimension 0 twice.",
-    ),
-    (
         """  %r = tidu.kernel ins(%x : tensor<4x8xf64>) domain [4, 8] maps [[1, 0]] -> [[0, 1]] {
   ^bb0(%a0: f64):
     tidu.yield %a0 : f64
   } : tensor<4x8xf64>""",
-        "tidu.kernel operand 0 (tensor<4x8xf64>) maps dimension 0 of size 4 to iteration "
-        "dimension 1 of size 8; the sizes must be equal.",
+        "tidu.kernel operand 0 (tensor<4x8xf64>) reaches dimension 0 (size 4) at indices 0..7 "
+        "through iteration dimension 1 (1), outside 0..3",
+    ),
+    (
+        """  %r = tidu.kernel ins(%v : tensor<8xf64>) domain [5] maps [[0*2+1]] -> [[0]] {
+  ^bb0(%a0: f64):
+    tidu.yield %a0 : f64
+  } : tensor<5xf64>""",
+        "reaches dimension 0 (size 8) at indices 1..9 through iteration dimension 0 (0*2+1)",
+    ),
+    (
+        """  %r = tidu.kernel ins(%v : tensor<8xf64>) domain [8] maps [[0]] -> [[0+1]] {
+  ^bb0(%a0: f64):
+    tidu.yield %a0 : f64
+  } : tensor<9xf64>""",
+        "tidu.kernel result 0 (tensor<9xf64>) writes dimension 0 only in part (0+1); such a "
+        "result needs a fill.",
+    ),
+    (
+        """  %r = tidu.kernel ins(%v : tensor<8xf64>) domain [8] maps [[0]] -> [[0+2] fill 0.0] {
+  ^bb0(%a0: f64):
+    tidu.yield %a0 : f64
+  } : tensor<9xf64>""",
+        "tidu.kernel result 0 (tensor<9xf64>) reaches dimension 0 (size 9) at indices 2..9",
+    ),
+    (
+        """  %r = tidu.kernel ins(%v, %v : tensor<8xf64>, tensor<8xf64>) domain [8]
+      maps [[in1], [0]] -> [[0]] {
+  ^bb0(%a0: f64, %a1: f64):
+    tidu.yield %a0 : f64
+  } : tensor<8xf64>""",
+        "tidu.kernel operand 0 indexes dimension 0 by operand 1, which holds f64, not i32 or "
+        "i64.",
+    ),
+    (
+        """  %r = tidu.kernel ins(%v, %n : tensor<8xf64>, tensor<4xi64>) domain [4]
+      maps [[0], [0]] -> [[in1] fill 0.0] {
+  ^bb0(%a0: f64, %a1: i64):
+    tidu.yield %a0 : f64
+  } : tensor<5xf64>""",
+        "tidu.kernel result 0 is summed into from zero; it cannot have a fill.",
     ),
     (
         """  %r = tidu.kernel ins(%x : tensor<4x8xf64>) domain [4, 8] maps [[0, 1]] -> [[0]] {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tidu_compile.dialects import tidu
 from tidu_compile.dialects.tidu import OP_OF_PRIMITIVE, Tidu
-from xdsl.dialects.builtin import ComplexType, TensorType, f32, f64, i1
+from xdsl.dialects.builtin import ComplexType, TensorType, f32, f64, i1, i64
 from xdsl.ir import Block
 from xdsl.irdl import IRDLOperation
 
@@ -213,8 +213,9 @@ def test_tensor_type_from_numpy_dtype() -> None:
     assert tidu.tensor_type((4, 8), "float64") == TensorType(f64, [4, 8])
     assert tidu.tensor_type((), "complex64") == TensorType(ComplexType(f32), [])
     assert tidu.tensor_type([3], "bool") == TensorType(i1, [3])
-    with pytest.raises(ValueError, match="dtype 'int32' has no tidu element type"):
-        tidu.tensor_type((2,), "int32")
+    assert tidu.tensor_type([3], "int64") == TensorType(i64, [3])  # index tensors
+    with pytest.raises(ValueError, match="dtype 'int16' has no tidu element type"):
+        tidu.tensor_type((2,), "int16")
 
 
 def test_primitive_table_and_dialect() -> None:

@@ -94,6 +94,26 @@ def _no_ties(shape: tuple[int, ...], dtype: str):
     return generate
 
 
+def _indexed(
+    data: tuple[int, ...], bound: tuple[int, ...], index: tuple[int, ...], dtype: str,
+    index_dtype: str = "int64",
+):
+    """Data of ``data`` shape and one index array of ``index`` shape per entry of
+    ``bound`` (the indexed dimension's size): repeated and negative indices included."""
+
+    def generate(rng: np.random.Generator) -> list[np.ndarray]:
+        arrays = [random_array(rng, data, dtype)]
+        for size in bound:
+            values = rng.integers(-size, size, index)
+            if values.size > 1:  # at least one repeat, and a negative one
+                values.flat[-1] = values.flat[0]
+                values.flat[1] = -1
+            arrays.append(values.astype(index_dtype))
+        return arrays
+
+    return generate
+
+
 def table_elementwise() -> list[type[TensorOp]]:
     """The parameterless unary and binary elementwise primitives of the op table: their
     cases derive from the table (dtypes from ``allowed_dtypes``, inputs from ``domain``)."""
@@ -206,6 +226,48 @@ def _build() -> list[Case]:
         ("batch_not_leading", (3, 2, 4), (4, 5, 2), (2,), (0,), (1,), (2,)),
         ("two_batch_swapped", (2, 3, 4), (3, 2, 4), (2,), (2,), (0, 1), (1, 0)),
     ]
+    # ---------------------------------------------------------------- indexing, joining
+    windows = [  # start, step, small shape, big shape (square and repeated extents too)
+        ((1,), (2,), (3,), (7,)),
+        ((5,), (-1,), (6,), (6,)),
+        ((1, 3), (1, -1), (3, 4), (4, 4)),
+        ((0, 1, 2), (2, 1, -1), (2, 2, 3), (3, 3, 3)),
+        ((0, 0), (1, 1), (2, 3), (2, 3)),
+        ((3,), (-3,), (2,), (5,)),
+    ]
+    joins = [  # axis, operand shapes
+        (0, ((2, 3), (4, 3))),
+        (1, ((2, 3), (2, 1), (2, 2))),
+        (1, ((3, 3), (3, 3))),
+        (0, ((2,), (3,), (1,))),
+        (2, ((2, 2, 1), (2, 2, 2))),
+    ]
+    for dtype in ALL:  # every case in f64, a few in the other dtypes (compiles cost time)
+        every = dtype == "float64"
+        for start, step, small, big in windows if every else windows[1::2]:
+            add(_same(f"slice{start}{step}", ops.Slice(start, step, small, big), big, dtype, 1))
+            add(_same(f"pad{start}{step}", ops.Pad(start, step, big, small), small, dtype, 1))
+        add(_same("pad_value", ops.Pad((1, 0), (1, 2), (4, 5), (2, 3), 1.5), (2, 3), dtype, 1))
+        for axis, shapes in joins if every else joins[:2]:
+            add(Case(f"concatenate{axis}", ops.Concatenate(axis, shapes),
+                     tuple(Arg(s, dtype) for s in shapes)))  # fmt: skip
+
+    gathers = [  # axis, big shape, index shape, index count, index dtype
+        (0, (5, 3), (4,), 1, "int64"),
+        (1, (2, 4, 3), (2, 3), 1, "int32"),
+        (0, (3, 3), (4,), 2, "int64"),
+        (1, (3, 4), (), 1, "int64"),
+        (0, (4,), (6,), 1, "int64"),
+    ]
+    for dtype in ALL:
+        for axis, big, index, count, index_dtype in gathers if dtype == "float64" else gathers[:1]:
+            bound = big[axis : axis + count]
+            small = big[:axis] + index + big[axis + count :]
+            for op, data in ((ops.Gather(axis, big, index, count), big),
+                             (ops.ScatterAdd(axis, big, index, count), small)):  # fmt: skip
+                args = (Arg(data, dtype), *(Arg(index, index_dtype) for _ in bound))
+                add(Case(op.mnemonic, op, args, _indexed(data, bound, index, dtype, index_dtype)))
+
     for dtype in ALL:
         for operand, shape, dims in broadcasts:
             add(_same("broadcast_in_dim", ops.BroadcastInDim(shape, dims, operand), operand,

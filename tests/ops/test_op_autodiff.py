@@ -363,6 +363,30 @@ def _reference_value(case: Case, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.reshape(xs[0], op.shape)]
     if isinstance(op, ops.Transpose):
         return [np.transpose(xs[0], op.permutation)]
+    if isinstance(op, ops.Slice | ops.Pad):  # element start + step * i, by index arrays
+        small = op.shape if isinstance(op, ops.Slice) else op.operand_shape
+        where = np.ix_(*(f + s * np.arange(n) for f, s, n in
+                         zip(op.start, op.step, small, strict=True)))  # fmt: skip
+        if isinstance(op, ops.Slice):
+            return [xs[0][where]]
+        out = np.full(op.shape, op.value, dtype=xs[0].dtype)
+        out[where] = xs[0]
+        return [out]
+    if isinstance(op, ops.Concatenate):
+        return [np.concatenate(xs, axis=op.axis)]
+    if isinstance(op, ops.Gather | ops.ScatterAdd):  # element by element, in Python
+        data, indices = xs[0], [np.asarray(i) for i in xs[1:]]
+        big = op.big_shape
+        out = np.zeros(op.small_shape if isinstance(op, ops.Gather) else big, data.dtype)
+        for b in np.ndindex(*op.index_shape):
+            at = tuple(int(i[b]) % big[op.axis + k] for k, i in enumerate(indices))
+            big_key = (slice(None),) * op.axis + at
+            small_key = (slice(None),) * op.axis + b
+            if isinstance(op, ops.Gather):
+                out[small_key] = data[big_key]
+            else:
+                out[big_key] += data[small_key]
+        return [out]
     if isinstance(op, ops.Elementwise):  # a table op is its numpy function (dtype kept)
         return [type(op).numpy_fn(*xs).astype(xs[0].dtype)]
     raise AssertionError(f"no reference value for {case.id}")

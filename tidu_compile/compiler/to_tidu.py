@@ -57,6 +57,11 @@ TO_TIDU: dict[type, Builder] = {
     ops.DotGeneral: lambda p, xs, ts: tidu.DotGeneralOp(
         xs[0], xs[1], p.lhs_contracting, p.rhs_contracting, p.lhs_batch, p.rhs_batch
     ),
+    ops.Slice: lambda p, xs, ts: tidu.SliceOp(xs[0], p.start, p.step, p.shape),
+    ops.Pad: lambda p, xs, ts: tidu.PadOp(xs[0], p.start, p.step, p.shape, p.value),
+    ops.Concatenate: lambda p, xs, ts: tidu.ConcatenateOp(xs, p.axis),
+    ops.Gather: lambda p, xs, ts: tidu.GatherOp(xs[0], xs[1:], p.axis),
+    ops.ScatterAdd: lambda p, xs, ts: tidu.ScatterAddOp(xs[0], xs[1:], p.axis, p.big_shape),
 }
 
 
@@ -147,6 +152,34 @@ FROM_TIDU: dict[type, Callable[[Any], Any]] = {
         tuple(op.rhs_batch.get_values()),
         op_type(op.operands[0]).shape,
         op_type(op.operands[1]).shape,
+    ),
+    tidu.SliceOp: lambda op: ops.Slice(
+        tuple(op.start.get_values()),
+        tuple(op.step.get_values()),
+        op_type(op.results[0]).shape,
+        op_type(op.operands[0]).shape,
+    ),
+    tidu.PadOp: lambda op: ops.Pad(
+        tuple(op.start.get_values()),
+        tuple(op.step.get_values()),
+        op_type(op.results[0]).shape,
+        op_type(op.operands[0]).shape,
+        _scalar(op.value),
+    ),
+    tidu.ConcatenateOp: lambda op: ops.Concatenate(
+        op.axis_value, tuple(op_type(v).shape for v in op.operands)
+    ),
+    tidu.GatherOp: lambda op: ops.Gather(
+        op.axis_value,
+        op_type(op.operands[0]).shape,
+        op_type(op.operands[1]).shape,
+        len(op.operands) - 1,
+    ),
+    tidu.ScatterAddOp: lambda op: ops.ScatterAdd(
+        op.axis_value,
+        op_type(op.results[0]).shape,
+        op_type(op.operands[1]).shape,
+        len(op.operands) - 1,
     ),
 }
 

@@ -1,15 +1,25 @@
 """The eager ``Tensor`` frontend: numpy-style functions that record on the tidu tape.
 
 The function modules, each with its ``__all__``: ``elementwise`` (generated from the op
-table, plus ``where``, ``power``, ...), ``reductions``, ``shapes``, ``linalg``, and
-``promotion`` (``astype``, ``broadcast_to``). ``FUNCTIONS`` maps every public function
+table, plus ``where``, ``power``, ...), ``reductions``, ``shapes``, ``linalg``,
+``joining`` (``concatenate``, ``stack``, ``split``, ...) and ``promotion`` (``astype``,
+``broadcast_to``). ``Tensor.__getitem__`` is ``indexing`` and ``Tensor.at`` is
+``updates``. ``FUNCTIONS`` maps every public function
 name to its function; ``tidu_compile`` exports them all.
 """
 
 from collections.abc import Callable
 from typing import Any
 
-from tidu_compile.frontend import elementwise, linalg, promotion, reductions, shapes
+from tidu_compile.frontend import (
+    elementwise,
+    gather,
+    joining,
+    linalg,
+    promotion,
+    reductions,
+    shapes,
+)
 from tidu_compile.frontend.autograd import grad
 from tidu_compile.frontend.elementwise import compare
 from tidu_compile.frontend.function import function
@@ -22,6 +32,7 @@ from tidu_compile.frontend.state import (
 from tidu_compile.frontend.tensor import Tensor, tensor
 
 _PUBLIC_PROMOTION = ("astype", "broadcast_to")
+_PUBLIC_GATHER = ("take", "take_along_axis")
 
 #: Every numpy-style frontend function by name.
 FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -31,6 +42,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
        if name != "normalize_axes"},
     **{name: getattr(shapes, name) for name in shapes.__all__},
     **{name: getattr(linalg, name) for name in linalg.__all__},
+    **{name: getattr(joining, name) for name in joining.__all__},
+    **{name: getattr(gather, name) for name in _PUBLIC_GATHER},
     **{name: getattr(promotion, name) for name in _PUBLIC_PROMOTION},
 }  # fmt: skip
 globals().update(FUNCTIONS)

@@ -178,6 +178,27 @@ class Tensor:
         target = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
         return _functions().transpose(self, target or None)
 
+    # ------------------------------------------------------------ indexing (frontend.indexing)
+    def __getitem__(self, key: Any) -> Tensor:
+        """numpy's basic and advanced indexing, recorded (``Slice``, ``Gather``)."""
+        from tidu_compile.frontend.indexing import getitem
+
+        return getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise TypeError(
+            "Tensor does not support item assignment (tensors are immutable); "
+            "x.at[key].set(value) returns a new tensor with those elements replaced, "
+            "x.at[key].add(value) one with value added to them"
+        )
+
+    @property
+    def at(self) -> Any:
+        """Functional updates, as in JAX: ``x.at[key].set(v)``, ``x.at[key].add(v)``."""
+        from tidu_compile.frontend.updates import IndexUpdates
+
+        return IndexUpdates(self)
+
 
 def _functions() -> Any:
     """The frontend package, whose namespace holds every function (imported late: the
