@@ -9,6 +9,7 @@ The ops live in these files, re-exported here:
 - `tidu_table`: the ops generated from the op table (exp, log, sub, div, ...);
 - `tidu_shape`: broadcast_in_dim, reduce_sum, reshape, transpose, dot_general;
 - `tidu_indexing`: slice, pad, concatenate, gather, scatter_add;
+- `tidu_scan`: cum_sum, cum_prod, linear_scan, argsort;
 - `tidu_kernel`: kernel and yield.
 `tidu_base` holds the type helpers and the elementwise family base class.
 
@@ -61,6 +62,7 @@ from .tidu_elementwise import (
 )
 from .tidu_indexing import ConcatenateOp, GatherOp, PadOp, ScatterAddOp, SliceOp
 from .tidu_kernel import KernelOp, YieldOp
+from .tidu_scan import ArgsortOp, CumProdOp, CumSumOp, LinearScanOp
 from .tidu_shape import BroadcastInDimOp, DotGeneralOp, ReduceSumOp, ReshapeOp, TransposeOp
 from .tidu_table import derive_ops
 
@@ -72,6 +74,8 @@ HAND_WRITTEN_OPS: tuple[type[IRDLOperation], ...] = (
     BroadcastInDimOp, ReduceSumOp, ReshapeOp, TransposeOp, DotGeneralOp,
     # indexing and joining
     SliceOp, PadOp, ConcatenateOp, GatherOp, ScatterAddOp,
+    # scans (library calls)
+    CumSumOp, CumProdOp, LinearScanOp, ArgsortOp,
 )  # fmt: skip
 
 OP_OF_PRIMITIVE, GENERATED_OPS = derive_ops(HAND_WRITTEN_OPS)
@@ -106,6 +110,7 @@ __all__ = [
     "OP_OF_PRIMITIVE",
     "PRIMITIVE_OF_OP",
     "AddOp",
+    "ArgsortOp",
     "BinaryElementwiseOperation",
     "BroadcastInDimOp",
     "CompareOp",
@@ -114,6 +119,8 @@ __all__ = [
     "ConjOp",
     "ConstantOp",
     "ConvertOp",
+    "CumProdOp",
+    "CumSumOp",
     "DotGeneralOp",
     "ElementKind",
     "ElementwiseOperation",
@@ -122,6 +129,7 @@ __all__ = [
     "GatherOp",
     "ImagOp",
     "KernelOp",
+    "LinearScanOp",
     "LiteralUnaryOperation",
     "MulOp",
     "NegOp",

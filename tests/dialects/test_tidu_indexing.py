@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from tidu_compile.dialects import tidu
-from xdsl.dialects.builtin import TensorType, f64
+from xdsl.dialects.builtin import TensorType, f64, i64
 from xdsl.ir import Block
 
 CANONICAL = [
@@ -94,4 +94,67 @@ FAILURES = [
 
 @pytest.mark.parametrize(("line", "message"), FAILURES)
 def test_verifier_messages(ir, line: str, message: str) -> None:
+    assert message in ir.verify_error(ir.wrap("  " + line))
+
+
+SCANS = [
+    "%r = tidu.cum_sum %x, axis = 1 : tensor<4x8xf64> -> tensor<4x8xf64>",
+    "%r = tidu.cum_sum %z, axis = 0 reverse : tensor<4xcomplex<f64>> -> tensor<4xcomplex<f64>>",
+    "%r = tidu.cum_prod %v, axis = 0 : tensor<8xf64> -> tensor<8xf64>",
+    "%r = tidu.linear_scan %x, %y, axis = 0 reverse "
+    ": tensor<4x8xf64>, tensor<4x8xf64> -> tensor<4x8xf64>",
+    "%r = tidu.argsort %v, axis = 0 : tensor<8xf64> -> tensor<8xi64>",
+    "%r = tidu.gather %x[%n], axis = 0 : tensor<4x8xf64>, tensor<4xi64> -> tensor<4x8xf64>",
+    "%r = tidu.gather %q[%n, %i], axis = 0 : tensor<8x8xf64>, tensor<4xi64>, tensor<4xi32> "
+    "-> tensor<4xf64>",
+    "%r = tidu.scatter_add %x[%n], axis = 0 : tensor<4x8xf64>, tensor<4xi64> -> tensor<9x8xf64>",
+]
+
+
+@pytest.mark.parametrize("line", SCANS)
+def test_scans_and_gathers_round_trip(ir, line: str) -> None:
+    text = ir.wrap("  " + line)
+    assert line in ir.round_trip(text, generic=False).replace("\n", " ")
+
+
+def test_gather_and_scatter_builders() -> None:
+    block = Block(arg_types=[TensorType(f64, [5, 3]), TensorType(i64, [4])])
+    x, index = block.args
+    gathered = tidu.GatherOp(x, [index], 0)
+    block.add_op(gathered)
+    scattered = tidu.ScatterAddOp(gathered, [index], 0, [5, 3])
+    block.add_op(scattered)
+    for op in (gathered, scattered):
+        op.verify()
+    assert gathered.result.type == TensorType(f64, [4, 3])
+
+
+INDEXED_FAILURES = [
+    (
+        "%r = tidu.gather %x[%v], axis = 0 : tensor<4x8xf64>, tensor<8xf64> -> tensor<8x8xf64>",
+        "tidu.gather index operand 0 has element type f64, but it must be i32 or i64.",
+    ),
+    (
+        "%r = tidu.gather %x[%n], axis = 0 : tensor<4x8xf64>, tensor<4xi64> -> tensor<4x7xf64>",
+        "tidu.gather needs the indexed tensor to have the shape [4, 8], but it is "
+        "tensor<4x7xf64>.",
+    ),
+    (
+        "%r = tidu.gather %x[%n, %n, %n], axis = 0 : tensor<4x8xf64>, tensor<4xi64>, "
+        "tensor<4xi64>, tensor<4xi64> -> tensor<4xf64>",
+        "tidu.gather indexes 3 dimensions from axis 0 of tensor<4x8xf64>, which has 2.",
+    ),
+    (
+        "%r = tidu.argsort %v, axis = 0 : tensor<8xf64> -> tensor<8xf64>",
+        "tidu.argsort result has element type f64, but it must be i32 or i64.",
+    ),
+    (
+        "%r = tidu.cum_sum %v, axis = 1 : tensor<8xf64> -> tensor<8xf64>",
+        "tidu.cum_sum has axis 1, out of range for tensor<8xf64>.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "message"), INDEXED_FAILURES)
+def test_indexed_verifier_messages(ir, line: str, message: str) -> None:
     assert message in ir.verify_error(ir.wrap("  " + line))

@@ -268,6 +268,25 @@ def _build() -> list[Case]:
                 args = (Arg(data, dtype), *(Arg(index, index_dtype) for _ in bound))
                 add(Case(op.mnemonic, op, args, _indexed(data, bound, index, dtype, index_dtype)))
 
+    def with_zero(shape: tuple[int, ...], dtype: str):
+        def generate(rng: np.random.Generator) -> list[np.ndarray]:
+            x = random_array(rng, shape, dtype)
+            x.flat[1] = 0  # cumprod's gradient must stay exact at a zero
+            return [x]
+
+        return generate
+
+    for dtype in ALL:  # scans
+        add(_same("cum_sum", ops.CumSum(0), (4, 3), dtype, 1))
+        add(Case("cum_prod", ops.CumProd(1, (3, 4)), (Arg((3, 4), dtype),),
+                 with_zero((3, 4), dtype)))  # fmt: skip
+        add(_same("linear_scan", ops.LinearScan(1, (2, 5), True), (2, 5), dtype, 2))
+    add(_same("cum_sum_reverse", ops.CumSum(1, True), (2, 3, 3), "float64", 1))
+    add(_same("cum_prod", ops.CumProd(0, (5,)), (5,), "float64", 1))
+    add(_same("linear_scan", ops.LinearScan(0, (6, 2)), (6, 2), "float64", 2))
+    for dtype in FLOAT_DTYPES:
+        add(_same("argsort", ops.Argsort(1), (3, 5), dtype, 1))
+
     for dtype in ALL:
         for operand, shape, dims in broadcasts:
             add(_same("broadcast_in_dim", ops.BroadcastInDim(shape, dims, operand), operand,

@@ -387,6 +387,21 @@ def _reference_value(case: Case, xs: list[np.ndarray]) -> list[np.ndarray]:
             else:
                 out[big_key] += data[small_key]
         return [out]
+    if isinstance(op, ops.CumSum):
+        return [np.flip(np.cumsum(np.flip(xs[0], op.axis), op.axis), op.axis) if op.reverse
+                else np.cumsum(xs[0], op.axis)]  # fmt: skip
+    if isinstance(op, ops.CumProd):
+        return [np.cumprod(xs[0], op.axis)]
+    if isinstance(op, ops.Argsort):
+        return [np.argsort(xs[0], op.axis, kind="stable")]
+    if isinstance(op, ops.LinearScan):  # y_i = a_i y_{i-1} + b_i, one step at a time
+        a, b = (np.moveaxis(v, op.axis, 0) for v in xs)
+        steps = range(len(b) - 1, -1, -1) if op.reverse else range(len(b))
+        y, previous = np.zeros_like(b), np.zeros_like(b[0])
+        for i in steps:
+            previous = a[i] * previous + b[i]
+            y[i] = previous
+        return [np.moveaxis(y, 0, op.axis)]
     if isinstance(op, ops.Elementwise):  # a table op is its numpy function (dtype kept)
         return [type(op).numpy_fn(*xs).astype(xs[0].dtype)]
     raise AssertionError(f"no reference value for {case.id}")

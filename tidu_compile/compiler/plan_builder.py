@@ -36,13 +36,18 @@ from tidu_compile.ops.base import TensorType
 
 __all__ = ["LIBRARY_BY_DESIGN", "build_plan", "node_function"]
 
-#: tidu ops that run as numpy library calls by design (BLAS and layout changes);
-#: any other tidu op left outside a kernel is a fallback (the compiler could not lower it).
+#: tidu ops that run as numpy library calls by design (BLAS, layout changes, scans and
+#: sorting); any other tidu op left outside a kernel is a fallback (the compiler could
+#: not lower it).
 LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = (
     tidu.DotGeneralOp,
     tidu.ReshapeOp,
     tidu.TransposeOp,
     tidu.ConstantOp,
+    tidu.CumSumOp,
+    tidu.CumProdOp,
+    tidu.LinearScanOp,
+    tidu.ArgsortOp,
 )
 
 

@@ -62,6 +62,10 @@ TO_TIDU: dict[type, Builder] = {
     ops.Concatenate: lambda p, xs, ts: tidu.ConcatenateOp(xs, p.axis),
     ops.Gather: lambda p, xs, ts: tidu.GatherOp(xs[0], xs[1:], p.axis),
     ops.ScatterAdd: lambda p, xs, ts: tidu.ScatterAddOp(xs[0], xs[1:], p.axis, p.big_shape),
+    ops.CumSum: lambda p, xs, ts: tidu.CumSumOp(xs, p.axis, p.reverse),
+    ops.CumProd: lambda p, xs, ts: tidu.CumProdOp(xs, p.axis),
+    ops.LinearScan: lambda p, xs, ts: tidu.LinearScanOp(xs, p.axis, p.reverse),
+    ops.Argsort: lambda p, xs, ts: tidu.ArgsortOp(xs[0], p.axis),
 }
 
 
@@ -181,6 +185,12 @@ FROM_TIDU: dict[type, Callable[[Any], Any]] = {
         op_type(op.operands[1]).shape,
         len(op.operands) - 1,
     ),
+    tidu.CumSumOp: lambda op: ops.CumSum(op.axis_value, op.is_reverse),
+    tidu.CumProdOp: lambda op: ops.CumProd(op.axis_value, op_type(op.results[0]).shape),
+    tidu.LinearScanOp: lambda op: ops.LinearScan(
+        op.axis_value, op_type(op.results[0]).shape, op.is_reverse
+    ),
+    tidu.ArgsortOp: lambda op: ops.Argsort(op.axis_value),
 }
 
 

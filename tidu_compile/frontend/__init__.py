@@ -12,10 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from tidu_compile.frontend import (
+    arrays,
+    einsum,
     elementwise,
     gather,
     joining,
     linalg,
+    products,
     promotion,
     reductions,
     shapes,
@@ -44,6 +47,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **{name: getattr(linalg, name) for name in linalg.__all__},
     **{name: getattr(joining, name) for name in joining.__all__},
     **{name: getattr(gather, name) for name in _PUBLIC_GATHER},
+    **{name: getattr(arrays, name) for name in arrays.__all__},
+    **{name: getattr(products, name) for name in products.__all__},
+    "einsum": einsum.einsum,
     **{name: getattr(promotion, name) for name in _PUBLIC_PROMOTION},
 }  # fmt: skip
 globals().update(FUNCTIONS)
