@@ -31,18 +31,23 @@ from typing import Any
 from tidu_compile.dialects.tidu_access import Index
 from tidu_compile.dialects.tidu_kernel import KernelOp
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IndexType, MemRefType
+from xdsl.dialects.builtin import IndexType, MemRefType, UnitAttr
 from xdsl.ir import Attribute, Block, SSAValue
 
 from .tidu_scalar_lowering import constant
 
 __all__ = [
+    "FILL_ATTR",
     "fill_result",
     "guarded_load",
     "index_values",
     "needs_guard",
     "whole_fill_results",
 ]
+
+FILL_ATTR = "tidu.fill"
+"""Unit attribute on the top-level ops that fill partly written results: their cost
+grows with the border, not the domain, so the plan's work estimate leaves them out."""
 
 Body = Any
 """The ``_Body`` emitter of ``tidu_lower_to_loops`` (``emit``, ``index``, ``loop_nest``,
@@ -184,6 +189,21 @@ def fill_result(
 
     ``rows`` is the chunk's ``[lo, hi)`` of domain dimension 0 (None: the whole domain).
     """
+    block = body.block
+    before = set(block.ops)
+    _fill_result(body, kernel, j, out, rows)
+    for op in block.ops:  # the new loops and tests, not the shared index constants
+        if op not in before and not isinstance(op, arith.ConstantOp):
+            op.attributes[FILL_ATTR] = UnitAttr()
+
+
+def _fill_result(
+    body: Body,
+    kernel: KernelOp,
+    j: int,
+    out: SSAValue,
+    rows: tuple[SSAValue, SSAValue] | None,
+) -> None:
     fill = kernel.result_fill(j)
     assert fill is not None
     tensor = kernel.outputs[j].type

@@ -33,6 +33,7 @@ from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.compiler.to_tidu import UnloweredOpError, op_type, primitive_of
 from tidu_compile.dialects import tidu
 from tidu_compile.ops.base import TensorType
+from tidu_compile.passes.tidu_loop_access import FILL_ATTR
 
 __all__ = ["LIBRARY_BY_DESIGN", "build_plan", "node_function"]
 
@@ -82,12 +83,29 @@ def _int_list_attribute(op: Operation, name: str) -> list[int]:
 
 
 def _kernel_sizes(module: ModuleOp) -> dict[str, int]:
-    """Operations per kernel function (its per-element cost, math functions expanded)."""
+    """Operations per kernel function (its per-element cost, math functions expanded),
+    without the fill of partly written results (``FILL_ATTR``: a cost of the border)
+    nor index arithmetic (``arith`` ops of ``index`` values: loop bounds and the
+    addresses of slices and pads, which LLVM folds into the addressing)."""
     return {
-        op.sym_name.data: sum(1 for _ in op.walk())
+        op.sym_name.data: _operations(op)
         for op in module.ops
         if isinstance(op, func.FuncOp) and "tidu.kernel" in op.attributes
     }
+
+
+def _operations(function: Operation) -> int:
+    count, stack = 0, [function]
+    while stack:
+        op = stack.pop()
+        if FILL_ATTR in op.attributes:
+            continue
+        types = [*op.operand_types, *op.result_types]
+        index = op.dialect_name() == "arith" and all(isinstance(t, IndexType) for t in types)
+        count += not index
+        stack.extend(inner for region in op.regions for block in region.blocks
+                     for inner in block.ops)  # fmt: skip
+    return count
 
 
 def _work(domain_size: int, operations: int, buffer_types: list[TensorType]) -> int:

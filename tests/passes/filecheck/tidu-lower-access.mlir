@@ -2,7 +2,8 @@
 
 // A pad as a result map: the fill goes where no iteration writes, slab by slab; the
 // rows no chunk writes (dimension 0's sides) by the chunk starting at 0, each chunk the
-// other sides of its own rows. Then the main nest writes at 1 + i0, 5 - i1.
+// other sides of its own rows (ops marked tidu.fill: the plan's work estimate skips
+// them). Then the main nest writes at 1 + i0, 5 - i1.
 // CHECK-LABEL: func.func @pad2d_k0(
 // CHECK:         %0 = arith.cmpi eq, %lo, %c0 : index
 // CHECK-NEXT:    scf.if %0 {
@@ -12,8 +13,8 @@
 // CHECK-NEXT:          memref.store %1, %out0[%i0, %i1] : memref<5x7xf64>
 // CHECK:           scf.if %2 {
 // CHECK-NEXT:      scf.for %i0_1 = %c4 to %c5 step %c1 {
-// CHECK:         %4 = arith.addi %lo, %c1 : index
-// CHECK-NEXT:    %5 = arith.addi %hi, %c1 : index
+// CHECK:         %4 = arith.addi %lo, %c1 {tidu.fill} : index
+// CHECK-NEXT:    %5 = arith.addi %hi, %c1 {tidu.fill} : index
 // CHECK-NEXT:    scf.for %i0_2 = %4 to %5 step %c1 {
 // CHECK-NEXT:      scf.for %i1_2 = %c0 to %c2 step %c1 {
 // CHECK:         scf.for %i0_3 = %4 to %5 step %c1 {
