@@ -3,8 +3,9 @@
 Ops opt in with the `TiduCanonicalization` trait (`tidu_base`), which looks up
 `PATTERNS` by op class here, the way `xdsl/dialects/arith.py` attaches its patterns.
 Every pattern is rooted at the op it rewrites; it replaces that op's result by an
-existing value or by one new op, and leaves the ops it no longer uses to `canonicalize`'s
-dead-code elimination. `cse` and `dce` need nothing from here: every tidu op is `Pure`.
+existing value or by new ops (one, or two for `pow(x, -1)`), and leaves the ops it no
+longer uses to `canonicalize`'s dead-code elimination. `cse` and `dce` need nothing from
+here: every tidu op is `Pure`.
 
 | root                | rewrite                                                        |
 |---------------------|----------------------------------------------------------------|
@@ -12,6 +13,8 @@ dead-code elimination. `cse` and `dce` need nothing from here: every tidu op is 
 | mul                 | `x * full_like(_, 1)` (or a splat constant 1) -> `x`           |
 | scale               | `scale(x, 1)` -> `x`; `scale(scale(x, b), a)` -> `scale(x, a*b)` |
 | shift               | `shift(x, 0)` -> `x`                                           |
+| pow                 | `pow(x, 1)` -> `x`; exponent 2 -> `x * x`, 0.5 -> `sqrt(x)`,   |
+|                     | -1 -> `full_like(x, 1) / x`                                    |
 | neg                 | `neg(neg(x))` -> `x`                                           |
 | conj                | `conj(x)` on a real type -> `x`; `conj(conj(x))` -> `x`        |
 | broadcast_in_dim    | same type -> operand; of a broadcast_in_dim -> one broadcast   |
@@ -30,7 +33,10 @@ After `canonicalize`:
 
     func.return %x : tensor<4xf64>
 
-`x + 0 -> x` differs from IEEE arithmetic for `x = -0.0` only (`-0.0 + 0.0 = +0.0`).
+`x + 0 -> x` differs from IEEE arithmetic for `x = -0.0` only (`-0.0 + 0.0 = +0.0`);
+`pow(x, 0.5) -> sqrt(x)` differs from C's `pow` for `x = -0.0` (`sqrt` gives -0.0, `pow`
++0.0) and `x = -inf` (NaN against +inf) only, and is what the loop lowering of `pow`
+emits anyway.
 A transpose is a no-op when its type does not change and the dimensions of size
 other than 1 keep their order (a transpose of a square matrix is not a no-op).
 """
@@ -38,6 +44,7 @@ other than 1 keep their order (a transpose of a square matrix is not a no-op).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -47,12 +54,15 @@ from .tidu_base import array_values, element_type, is_real_element
 from .tidu_constant import ConstantOp
 from .tidu_elementwise import (
     AddOp,
+    BinaryElementwiseOperation,
     ConjOp,
     FullLikeOp,
     MulOp,
     NegOp,
+    PowOp,
     ScaleOp,
     ShiftOp,
+    UnaryElementwiseOperation,
 )
 from .tidu_shape import BroadcastInDimOp, ReshapeOp, TransposeOp
 
@@ -69,24 +79,18 @@ def _replace_by_value(op: Operation, value: SSAValue, rewriter: PatternRewriter)
     rewriter.replace(op, (), (value,))
 
 
-class AddZero(RewritePattern):
-    """`x + full_like(_, 0)` and `full_like(_, 0) + x` -> `x`."""
+class DropIdentityOperand(RewritePattern):
+    """`x + full_like(_, 0)` -> `x` (identity 0), `x * full_like(_, 1)` -> `x` (identity
+    1); the splat on either side, a splat constant too."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: AddOp, rewriter: PatternRewriter, /) -> None:
+    def __init__(self, identity: int) -> None:
+        self.identity = identity
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, AddOp | MulOp):
+            return
         for kept, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-            if splat_value(other) == 0 and kept.type == op.result.type:
-                _replace_by_value(op, kept, rewriter)
-                return
-
-
-class MulOne(RewritePattern):
-    """`x * full_like(_, 1)` and `full_like(_, 1) * x` -> `x`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: MulOp, rewriter: PatternRewriter, /) -> None:
-        for kept, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-            if splat_value(other) == 1 and kept.type == op.result.type:
+            if splat_value(other) == self.identity and kept.type == op.result.type:
                 _replace_by_value(op, kept, rewriter)
                 return
 
@@ -117,6 +121,34 @@ class ShiftZero(RewritePattern):
             _replace_by_value(op, op.operand, rewriter)
 
 
+class FoldPow(RewritePattern):
+    """`pow(x, 1)` -> `x`; `pow(x, 2)` -> `x * x`; `pow(x, 0.5)` -> `sqrt(x)`;
+    `pow(x, -1)` -> `full_like(x, 1) / x`.
+
+    The JVP of `x ** 2` is `2 * pow(x, 1) * dx`: the fold leaves `2 * x * dx`.
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: PowOp, rewriter: PatternRewriter, /) -> None:
+        from tidu_compile import ops
+
+        from .tidu import op_class  # sqrt and div are generated from the op table
+
+        x, exponent = op.operand, op.parameter
+        if exponent == 1:
+            _replace_by_value(op, x, rewriter)
+        elif exponent == 2:
+            rewriter.replace(op, MulOp(x, x))
+        elif exponent == 0.5:
+            sqrt = cast(type[UnaryElementwiseOperation], op_class(ops.Sqrt))
+            rewriter.replace(op, sqrt(x))
+        elif exponent == -1:
+            one = FullLikeOp(x, 1.0)
+            one.result.name_hint = "one"
+            div = cast(type[BinaryElementwiseOperation], op_class(ops.Div))
+            rewriter.replace(op, [one, div(one, x)])
+
+
 class NegNeg(RewritePattern):
     """`neg(neg(x))` -> `x`."""
 
@@ -139,8 +171,16 @@ class ConjRealOrConj(RewritePattern):
             _replace_by_value(op, inner.operand, rewriter)
 
 
+class DropSameType(RewritePattern):
+    """A broadcast or reshape to its operand's type -> the operand."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if isinstance(op, BroadcastInDimOp | ReshapeOp) and op.operand.type == op.result.type:
+            _replace_by_value(op, op.operand, rewriter)
+
+
 class FoldBroadcast(RewritePattern):
-    """A broadcast to its operand's type -> the operand; a broadcast of a broadcast -> one.
+    """A broadcast of a broadcast -> one broadcast.
 
     Operand dimension i of the inner broadcast lands in result dimension
     `outer[inner[i]]`; a composition of strictly increasing maps is strictly increasing.
@@ -148,9 +188,6 @@ class FoldBroadcast(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: BroadcastInDimOp, rewriter: PatternRewriter, /) -> None:
-        if op.operand.type == op.result.type:
-            _replace_by_value(op, op.operand, rewriter)
-            return
         inner = op.operand.owner
         if isinstance(inner, BroadcastInDimOp):
             outer_dims = array_values(op.broadcast_dimensions)
@@ -160,13 +197,10 @@ class FoldBroadcast(RewritePattern):
 
 
 class FoldReshape(RewritePattern):
-    """A reshape to its operand's type -> the operand; a reshape of a reshape -> one."""
+    """A reshape of a reshape -> one reshape (or the operand, back to its type)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ReshapeOp, rewriter: PatternRewriter, /) -> None:
-        if op.operand.type == op.result.type:
-            _replace_by_value(op, op.operand, rewriter)
-            return
         inner = op.operand.owner
         if isinstance(inner, ReshapeOp):
             if inner.operand.type == op.result.type:
@@ -208,14 +242,15 @@ def _shape(type_: object) -> tuple[int, ...]:
 
 
 PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {
-    AddOp: (AddZero(),),
-    MulOp: (MulOne(),),
+    AddOp: (DropIdentityOperand(0),),
+    MulOp: (DropIdentityOperand(1),),
     ScaleOp: (ScaleOneOrScale(),),
     ShiftOp: (ShiftZero(),),
+    PowOp: (FoldPow(),),
     NegOp: (NegNeg(),),
     ConjOp: (ConjRealOrConj(),),
-    BroadcastInDimOp: (FoldBroadcast(),),
-    ReshapeOp: (FoldReshape(),),
+    BroadcastInDimOp: (DropSameType(), FoldBroadcast()),
+    ReshapeOp: (DropSameType(), FoldReshape()),
     TransposeOp: (FoldTranspose(),),
 }
 """Op class -> its canonicalization patterns (what `TiduCanonicalization` returns)."""
@@ -228,12 +263,13 @@ def patterns_for(op: type[Operation]) -> tuple[RewritePattern, ...]:
 
 __all__ = [
     "PATTERNS",
-    "AddZero",
     "ConjRealOrConj",
+    "DropIdentityOperand",
+    "DropSameType",
     "FoldBroadcast",
+    "FoldPow",
     "FoldReshape",
     "FoldTranspose",
-    "MulOne",
     "NegNeg",
     "ScaleOneOrScale",
     "ShiftZero",

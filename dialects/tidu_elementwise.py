@@ -342,6 +342,7 @@ class PowOp(FloatParameterUnaryOperation):
 
     name = "tidu.pow"
     exponent = prop_def(FloatAttr.constr(f64))
+    traits = traits_def(Pure(), TiduCanonicalization())
     PARAMETER_NAME: ClassVar[str] = "exponent"
 
 

@@ -1,6 +1,6 @@
 """The structural ops of the fused-kernel pipeline: `tidu.kernel` and `tidu.yield`.
 
-A kernel is a fused loop nest over `iteration_shape`. Its body computes on element
+A kernel is a fused loop nest over its `domain` (the iteration sizes). Its body computes on element
 scalars with the elementwise tidu ops:
 
     %r:2 = tidu.kernel ins(%x, %y : tensor<8xf64>, tensor<8xf64>) domain [8]
@@ -94,7 +94,7 @@ class KernelOp(IRDLOperation):
 
     inputs = var_operand_def()
     outputs = var_result_def()
-    iteration_shape = prop_def(DenseArrayBase.constr(i64))
+    domain = prop_def(DenseArrayBase.constr(i64))
     operand_maps = prop_def(ArrayAttr.constr(DenseArrayBase.constr(i64)))
     result_maps = prop_def(ArrayAttr.constr(DenseArrayBase.constr(i64)))
     # Offsets, strides and `in<k>` operands of the map entries (three integers per entry),
@@ -111,7 +111,7 @@ class KernelOp(IRDLOperation):
         self,
         inputs: Sequence[SSAValue | Operation],
         result_types: Sequence[Attribute],
-        iteration_shape: Sequence[int],
+        domain: Sequence[int],
         operand_maps: Sequence[Map],
         result_maps: Sequence[Map],
         body: Region | None = None,
@@ -123,7 +123,7 @@ class KernelOp(IRDLOperation):
         if body is None:
             arg_types = [element_type(SSAValue.get(value).type) for value in inputs]
             body = Region(Block(arg_types=arg_types))
-        properties: dict[str, Attribute] = {"iteration_shape": i64_array(iteration_shape)}
+        properties: dict[str, Attribute] = {"domain": i64_array(domain)}
         properties |= map_properties("operand", operand_maps, operand_fills)
         properties |= map_properties("result", result_maps, result_fills)
         super().__init__(
@@ -134,11 +134,6 @@ class KernelOp(IRDLOperation):
         )
 
     # -- accessors -------------------------------------------------------------
-
-    @property
-    def domain(self) -> tuple[int, ...]:
-        """The iteration shape as a tuple."""
-        return array_values(self.iteration_shape)
 
     def operand_map(self, index: int) -> tuple[int, ...]:
         """The iteration dimension of each dimension of operand `index` (-1: none)."""
@@ -167,7 +162,7 @@ class KernelOp(IRDLOperation):
     def reduced_dims(self, index: int) -> tuple[int, ...]:
         """The iteration dimensions summed over for result `index`."""
         kept = set(self.result_map(index))
-        return tuple(d for d in range(len(self.domain)) if d not in kept)
+        return tuple(d for d in range(len(array_values(self.domain))) if d not in kept)
 
     def accumulates(self, index: int) -> bool:
         """Result `index` is a sum from zero (`+=`): reduced, or written through `in<k>`."""
@@ -178,10 +173,10 @@ class KernelOp(IRDLOperation):
     # -- verification ----------------------------------------------------------
 
     def verify_(self) -> None:
-        domain = self.domain
+        domain = array_values(self.domain)
         if any(size < 0 for size in domain):
             raise VerifyException(
-                f"{self.name} has the iteration_shape {_listed(domain)}, but sizes must not "
+                f"{self.name} has the domain {_listed(domain)}, but sizes must not "
                 "be negative."
             )
         for what, maps, values in (
@@ -197,33 +192,36 @@ class KernelOp(IRDLOperation):
             raise VerifyException(f"{self.name} must have at least one result.")
         for index, value in enumerate(self.inputs):
             tensor = verify_tensor(self, f"operand {index}", value.type, ElementKind.ALL)
-            self._verify_operand_map(index, tensor, domain)
+            self._verify_map("operand", index, tensor, domain)
         for index, value in enumerate(self.outputs):
             tensor = verify_tensor(self, f"result {index}", value.type, ElementKind.ANY)
-            self._verify_result_map(index, tensor, domain)
+            self._verify_map("result", index, tensor, domain)
+            self._verify_reduction(index, tensor)
         self._verify_body()
 
-    def _verify_operand_map(self, index: int, tensor: TensorType, domain: tuple[int, ...]) -> None:
-        mapping = self.operand_map(index)
+    def _verify_map(
+        self, what: str, index: int, tensor: TensorType, domain: tuple[int, ...]
+    ) -> None:
+        """The map of operand or result ``index``: one entry per dimension of ``tensor``,
+        each checked by ``tidu_kernel_verify`` (reads and writes inside the tensor unless
+        the map has a fill; results written whole unless summed into or filled)."""
+        mapping = self.operand_map(index) if what == "operand" else self.result_map(index)
         shape = tensor.get_shape()
         if len(mapping) != len(shape):
             raise VerifyException(
-                f"{self.name} operand {index} ({tensor}) has the map {_listed(mapping)}, but "
-                f"it needs one entry per operand dimension ({len(shape)})."
+                f"{self.name} {what} {index} ({tensor}) has the map {_listed(mapping)}, but "
+                f"it needs one entry per {what} dimension ({len(shape)})."
             )
-        verify_operand_access(self, index, tensor, self.operand_indices(index), domain,
-                              self.operand_fill(index) is not None)  # fmt: skip
+        if what == "operand":
+            verify_operand_access(self, index, tensor, self.operand_indices(index), domain,
+                                  self.operand_fill(index) is not None)  # fmt: skip
+        else:
+            verify_result_access(self, index, tensor, self.result_indices(index), domain,
+                                 self.result_fill(index) is not None)  # fmt: skip
 
-    def _verify_result_map(self, index: int, tensor: TensorType, domain: tuple[int, ...]) -> None:
-        mapping = self.result_map(index)
-        shape = tensor.get_shape()
-        if len(mapping) != len(shape):
-            raise VerifyException(
-                f"{self.name} result {index} ({tensor}) has the map {_listed(mapping)}, but it "
-                f"needs one entry per result dimension ({len(shape)})."
-            )
-        verify_result_access(self, index, tensor, self.result_indices(index), domain,
-                             self.result_fill(index) is not None)  # fmt: skip
+    def _verify_reduction(self, index: int, tensor: TensorType) -> None:
+        """A result summed into (over some iteration dimensions, or at the indices an
+        operand holds) has a numeric element type."""
         reduced = self.reduced_dims(index)
         element = tensor.element_type
         assert isinstance(element, Attribute)
@@ -270,7 +268,7 @@ class KernelOp(IRDLOperation):
             printer.print_string(" : ")
             printer.print_list(self.inputs.types, printer.print_attribute)
         printer.print_string(") domain ")
-        _print_ints(printer, self.domain)
+        _print_ints(printer, array_values(self.domain))
         printer.print_string(" maps ")
         _print_maps(printer, [self.operand_indices(i) for i in range(len(self.inputs))],
                     [self.operand_fill(i) for i in range(len(self.inputs))])  # fmt: skip
@@ -315,7 +313,7 @@ class KernelOp(IRDLOperation):
         op = cls.create(
             operands=inputs,
             result_types=result_types,
-            properties={"iteration_shape": i64_array(domain)}
+            properties={"domain": i64_array(domain)}
             | map_properties("operand", operand_maps, operand_fills)
             | map_properties("result", result_maps, result_fills),
             regions=[body],

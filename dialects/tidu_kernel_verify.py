@@ -113,10 +113,11 @@ def verify_result_access(
             continue
         _check_dim(op, what, dim, entry, domain)
         _check_inside(op, what, tensor, dim, entry, domain)
-    if len(set(dims)) != len(dims):
+    twice = next((d for d in dims if dims.count(d) > 1), None)
+    if twice is not None:
         raise VerifyException(
-            f"{op.name} {what} has the map {_listed(indices)}, which uses an iteration "
-            "dimension twice."
+            f"{op.name} {what} has the map {_listed(indices)}, which uses iteration "
+            f"dimension {twice} twice."
         )
     accumulates = accumulates or len(dims) < len(domain)
     for dim, entry in enumerate(indices):

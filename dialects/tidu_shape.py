@@ -8,7 +8,8 @@ the element type, and print their types as `operand types -> result type`:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -61,8 +62,37 @@ def _verify_axes_in_range(
             )
 
 
+class ShapeOperation(IRDLOperation):
+    """Base of the one-operand shape ops: a ranked tensor to a ranked tensor of the same
+    element type; a concrete op adds its properties, syntax and shape rule."""
+
+    operand = operand_def()
+    result = result_def()
+
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ANY
+
+    def init_shape_(
+        self,
+        operand: SSAValue | Operation,
+        shape: Sequence[int],
+        properties: Mapping[str, Attribute] | None = None,
+    ) -> None:
+        """Initialize with the result ``tensor<shape x operand's element type>``."""
+        result_type = TensorType(_element(_tensor_type(operand)), shape)
+        IRDLOperation.__init__(
+            self, operands=[operand], result_types=[result_type], properties=properties or {}
+        )
+
+    def verify_types_(self) -> tuple[TensorType, TensorType]:
+        """The operand and result tensor types, once verified to share an element type."""
+        source = verify_tensor(self, "operand", self.operand.type, self.ELEMENT_KIND)
+        target = verify_tensor(self, "result", self.result.type, self.ELEMENT_KIND)
+        verify_same_element_type(self, "result", target, "the operand", source)
+        return source, target
+
+
 @irdl_op_definition
-class BroadcastInDimOp(IRDLOperation):
+class BroadcastInDimOp(ShapeOperation):
     """Broadcast to a larger shape, JAX's `broadcast_in_dim`.
 
     Operand dimension i becomes result dimension `broadcast_dimensions[i]` (strictly
@@ -73,8 +103,6 @@ class BroadcastInDimOp(IRDLOperation):
 
     name = "tidu.broadcast_in_dim"
 
-    operand = operand_def()
-    result = result_def()
     broadcast_dimensions = prop_def(DenseArrayBase.constr(i64))
 
     traits = traits_def(Pure(), TiduCanonicalization())
@@ -90,17 +118,12 @@ class BroadcastInDimOp(IRDLOperation):
         broadcast_dimensions: Sequence[int],
         shape: Sequence[int],
     ) -> None:
-        result_type = TensorType(_element(_tensor_type(operand)), shape)
-        super().__init__(
-            operands=[operand],
-            result_types=[result_type],
-            properties={"broadcast_dimensions": i64_array(broadcast_dimensions)},
+        self.init_shape_(
+            operand, shape, {"broadcast_dimensions": i64_array(broadcast_dimensions)}
         )
 
     def verify_(self) -> None:
-        source = verify_tensor(self, "operand", self.operand.type, ElementKind.ANY)
-        target = verify_tensor(self, "result", self.result.type, ElementKind.ANY)
-        verify_same_element_type(self, "result", target, "the operand", source)
+        source, target = self.verify_types_()
         dims = array_values(self.broadcast_dimensions)
         source_shape, target_shape = source.get_shape(), target.get_shape()
         if len(dims) != len(source_shape):
@@ -124,7 +147,7 @@ class BroadcastInDimOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReduceSumOp(IRDLOperation):
+class ReduceSumOp(ShapeOperation):
     """Sum over `axes` (sorted, unique); the result drops those dimensions.
 
     %y = tidu.reduce_sum %x, axes = [0] : tensor<4x8xf64> -> tensor<8xf64>
@@ -132,11 +155,10 @@ class ReduceSumOp(IRDLOperation):
 
     name = "tidu.reduce_sum"
 
-    operand = operand_def()
-    result = result_def()
     axes = prop_def(DenseArrayBase.constr(i64))
 
     traits = traits_def(Pure())
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.NUMERIC
 
     assembly_format = (
         "$operand `,` `axes` `=` $axes attr-dict `:` type($operand) `->` type($result)"
@@ -145,16 +167,10 @@ class ReduceSumOp(IRDLOperation):
     def __init__(self, operand: SSAValue | Operation, axes: Sequence[int]) -> None:
         source = _tensor_type(operand)
         shape = [size for dim, size in enumerate(source.get_shape()) if dim not in set(axes)]
-        super().__init__(
-            operands=[operand],
-            result_types=[TensorType(_element(source), shape)],
-            properties={"axes": i64_array(axes)},
-        )
+        self.init_shape_(operand, shape, {"axes": i64_array(axes)})
 
     def verify_(self) -> None:
-        source = verify_tensor(self, "operand", self.operand.type, ElementKind.NUMERIC)
-        target = verify_tensor(self, "result", self.result.type, ElementKind.NUMERIC)
-        verify_same_element_type(self, "result", target, "the operand", source)
+        source, target = self.verify_types_()
         axes = array_values(self.axes)
         shape = source.get_shape()
         _verify_axes_in_range(self, "axes", axes, len(shape), "operand")
@@ -171,7 +187,7 @@ class ReduceSumOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReshapeOp(IRDLOperation):
+class ReshapeOp(ShapeOperation):
     """Same elements in row-major order, another shape of the same element count.
 
     %y = tidu.reshape %x : tensor<4x8xf64> -> tensor<32xf64>
@@ -179,21 +195,15 @@ class ReshapeOp(IRDLOperation):
 
     name = "tidu.reshape"
 
-    operand = operand_def()
-    result = result_def()
-
     traits = traits_def(Pure(), TiduCanonicalization())
 
     assembly_format = "$operand attr-dict `:` type($operand) `->` type($result)"
 
     def __init__(self, operand: SSAValue | Operation, shape: Sequence[int]) -> None:
-        result_type = TensorType(_element(_tensor_type(operand)), shape)
-        super().__init__(operands=[operand], result_types=[result_type])
+        self.init_shape_(operand, shape)
 
     def verify_(self) -> None:
-        source = verify_tensor(self, "operand", self.operand.type, ElementKind.ANY)
-        target = verify_tensor(self, "result", self.result.type, ElementKind.ANY)
-        verify_same_element_type(self, "result", target, "the operand", source)
+        source, target = self.verify_types_()
         if source.element_count() != target.element_count():
             raise VerifyException(
                 f"{self.name} cannot reshape {source} ({source.element_count()} elements) to "
@@ -202,7 +212,7 @@ class ReshapeOp(IRDLOperation):
 
 
 @irdl_op_definition
-class TransposeOp(IRDLOperation):
+class TransposeOp(ShapeOperation):
     """Permute dimensions: result dimension i is operand dimension `permutation[i]`.
 
     %y = tidu.transpose %x, permutation = [1, 0] : tensor<4x8xf64> -> tensor<8x4xf64>
@@ -210,8 +220,6 @@ class TransposeOp(IRDLOperation):
 
     name = "tidu.transpose"
 
-    operand = operand_def()
-    result = result_def()
     permutation = prop_def(DenseArrayBase.constr(i64))
 
     traits = traits_def(Pure(), TiduCanonicalization())
@@ -222,18 +230,11 @@ class TransposeOp(IRDLOperation):
     )
 
     def __init__(self, operand: SSAValue | Operation, permutation: Sequence[int]) -> None:
-        source = _tensor_type(operand)
-        shape = [source.get_shape()[p] for p in permutation]
-        super().__init__(
-            operands=[operand],
-            result_types=[TensorType(_element(source), shape)],
-            properties={"permutation": i64_array(permutation)},
-        )
+        shape = [_tensor_type(operand).get_shape()[p] for p in permutation]
+        self.init_shape_(operand, shape, {"permutation": i64_array(permutation)})
 
     def verify_(self) -> None:
-        source = verify_tensor(self, "operand", self.operand.type, ElementKind.ANY)
-        target = verify_tensor(self, "result", self.result.type, ElementKind.ANY)
-        verify_same_element_type(self, "result", target, "the operand", source)
+        source, target = self.verify_types_()
         permutation = array_values(self.permutation)
         shape = source.get_shape()
         if sorted(permutation) != list(range(len(shape))):

@@ -73,8 +73,6 @@ from .lowering_utils import (
     same_width_int,
 )
 
-PASS_NAME = "convert-arith-to-llvm"
-
 _FLOAT_BINARY: dict[type[Operation], type[llvm.AbstractFloatArithOp]] = {
     arith.AddfOp: llvm.FAddOp,
     arith.SubfOp: llvm.FSubOp,
@@ -139,7 +137,8 @@ _UNSUPPORTED: dict[type[Operation], str] = {
 def _reject_index(op: Operation) -> None:
     if has_index_type(op):
         raise LoweringError(
-            PASS_NAME, op.name, "index-typed value: run convert-index-to-i64 first"
+            ConvertArithToLLVMPass.name,
+            op.name, "index-typed value: run convert-index-to-i64 first"
         )
 
 
@@ -196,7 +195,9 @@ class ConstantToLLVM(RewritePattern):
         _reject_index(op)
         value = op.value
         if not isinstance(value, IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr):
-            raise LoweringError(PASS_NAME, op.name, f"unsupported constant {value}")
+            raise LoweringError(
+                ConvertArithToLLVMPass.name, op.name, f"unsupported constant {value}"
+            )
         rewriter.replace(op, llvm.ConstantOp(value, op.result.type))
 
 
@@ -215,7 +216,9 @@ class CompareToLLVM(RewritePattern):
         elif isinstance(op, arith.CmpfOp):
             pred = op.predicate.value.data
             if not isinstance(op.lhs.type, AnyFloat):
-                raise LoweringError(PASS_NAME, op.name, "vector cmpf is not supported")
+                raise LoweringError(
+                    ConvertArithToLLVMPass.name, op.name, "vector cmpf is not supported"
+                )
             if pred in (0, 15):  # false, true
                 rewriter.replace(op, llvm.ConstantOp(IntegerAttr(pred == 15, i1), i1))
                 return
@@ -229,7 +232,9 @@ class SelectToLLVM(RewritePattern):
         if isinstance(op, arith.SelectOp):
             _reject_index(op)
             if op.cond.type != i1:
-                raise LoweringError(PASS_NAME, op.name, "vector conditions are not supported")
+                raise LoweringError(
+                    ConvertArithToLLVMPass.name, op.name, "vector conditions are not supported"
+                )
             rewriter.replace(op, llvm.SelectOp(op.cond, op.lhs, op.rhs))
 
 
@@ -254,7 +259,8 @@ class CastToLLVM(RewritePattern):
             assert isinstance(width, IntegerType)
             if width.width.data >= 64:
                 raise LoweringError(
-                    PASS_NAME, op.name, "uitofp from 64 bits or more has no llvm rule"
+                    ConvertArithToLLVMPass.name,
+                    op.name, "uitofp from 64 bits or more has no llvm rule"
                 )
             wide = llvm.ZExtOp(source, i64)
             rewriter.replace(op, [wide, llvm.SIToFPOp(wide.res, result.type)])
@@ -286,9 +292,16 @@ def _float_extremum(lhs: SSAValue, rhs: SSAValue, is_max: bool) -> list[Operatio
 _FLOAT_MINMAX: dict[type[Operation], Callable[[SSAValue, SSAValue], list[Operation]]] = {
     arith.MaximumfOp: lambda a, b: _float_extremum(a, b, is_max=True),
     arith.MinimumfOp: lambda a, b: _float_extremum(a, b, is_max=False),
-    arith.MaxnumfOp: lambda a, b: [llvm.VectorFMaxOp(a, b)],
-    arith.MinnumfOp: lambda a, b: [llvm.VectorFMinOp(a, b)],
+    arith.MaxnumfOp: lambda a, b: [_intrinsic("llvm.maxnum", a, b)],
+    arith.MinnumfOp: lambda a, b: [_intrinsic("llvm.minnum", a, b)],
 }
+
+
+def _intrinsic(base: str, a: SSAValue, b: SSAValue) -> Operation:
+    """``base.<suffix>(a, b)`` as ``llvm.call_intrinsic`` (suffixed: an un-suffixed
+    ``llvm.intr.maxnum`` is declared once per module by xDSL's translation, so f32 and f64
+    uses in one kernel would clash)."""
+    return llvm.CallIntrinsicOp(f"{base}.{intrinsic_suffix(a.type)}", [a, b], [a.type])
 
 
 class FloatMinMaxToLLVM(RewritePattern):
@@ -302,7 +315,9 @@ class FloatMinMaxToLLVM(RewritePattern):
         if isinstance(op, arith.MaximumfOp | arith.MinimumfOp) and not isinstance(
             op.lhs.type, AnyFloat
         ):
-            raise LoweringError(PASS_NAME, op.name, "vector operands are not supported")
+            raise LoweringError(
+                ConvertArithToLLVMPass.name, op.name, "vector operands are not supported"
+            )
         rewriter.replace(op, build(op.lhs, op.rhs))
 
 
@@ -311,7 +326,7 @@ class RejectUnsupported(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if (reason := _UNSUPPORTED.get(type(op))) is not None:
-            raise LoweringError(PASS_NAME, op.name, reason)
+            raise LoweringError(ConvertArithToLLVMPass.name, op.name, reason)
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    PatternRewriter,
     PatternRewriteWalker,
-    RewritePattern,
 )
 
-from .lowering_utils import check_no_leftover
+from .lowering_utils import TableRewrite, check_no_leftover
 
 
 def _br(op: Operation) -> Operation:
@@ -52,15 +50,7 @@ _BRANCHES: dict[type[Operation], Callable[[Operation], Operation]] = {
     cf.BranchOp: _br,
     cf.ConditionalBranchOp: _cond_br,
 }
-
-
-class BranchToLLVM(RewritePattern):
-    """Unconditional and conditional branches, successors and operands kept."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        build = _BRANCHES.get(type(op))
-        if build is not None:
-            rewriter.replace(op, build(op))
+"""Unconditional and conditional branches, successors and operands kept."""
 
 
 @dataclass(frozen=True)
@@ -70,5 +60,5 @@ class ConvertCfToLLVMPass(ModulePass):
     name = "convert-cf-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(BranchToLLVM(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(TableRewrite(_BRANCHES), apply_recursively=False).rewrite_module(op)
         check_no_leftover(op, ("cf.",), self.name)

@@ -48,16 +48,16 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import Rewriter
 
 from .errors import LoweringError
-from .lowering_utils import check_no_leftover
-
-PASS_NAME = "convert-func-to-llvm"
+from .lowering_utils import TableRewrite, check_no_leftover
 
 
 def _single_result_type(op: Operation, types: tuple[Attribute, ...] | list[Attribute]) -> (
     Attribute | None
 ):
     if len(types) > 1:
-        raise LoweringError(PASS_NAME, op.name, "more than one result is not supported")
+        raise LoweringError(
+            ConvertFuncToLLVMPass.name, op.name, "more than one result is not supported"
+        )
     return types[0] if types else None
 
 
@@ -77,15 +77,7 @@ _BODY_OPS: dict[type[Operation], Callable[[Operation], Operation]] = {
     func.ReturnOp: _return,
     func.CallOp: _call,
 }
-
-
-class ReturnAndCallToLLVM(RewritePattern):
-    """``func.return`` -> ``llvm.return``, ``func.call`` -> ``llvm.call``."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        build = _BODY_OPS.get(type(op))
-        if build is not None:
-            rewriter.replace(op, build(op))
+"""``func.return`` -> ``llvm.return``, ``func.call`` -> ``llvm.call``."""
 
 
 class FuncToLLVM(RewritePattern):
@@ -101,13 +93,14 @@ class FuncToLLVM(RewritePattern):
         for i, typ in enumerate(inputs):
             if not llvm.is_compatible_type(typ):
                 raise LoweringError(
-                    PASS_NAME, f"func.func @{op.sym_name.data}",
+                    ConvertFuncToLLVMPass.name, f"func.func @{op.sym_name.data}",
                     f"argument #{i} has non-LLVM type {typ}",
                 )
         output = _single_result_type(op, list(op.function_type.outputs))
         if output is not None and not llvm.is_compatible_type(output):
             raise LoweringError(
-                PASS_NAME, f"func.func @{op.sym_name.data}", f"result has non-LLVM type {output}"
+                ConvertFuncToLLVMPass.name,
+                f"func.func @{op.sym_name.data}", f"result has non-LLVM type {output}"
             )
         has_body = bool(op.body.blocks)
         private = op.sym_visibility is not None and op.sym_visibility.data == "private"
@@ -150,7 +143,7 @@ class ConvertFuncToLLVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [ReturnAndCallToLLVM(), FuncToLLVM(self.noalias)], dce_enabled=False
+                [TableRewrite(_BODY_OPS), FuncToLLVM(self.noalias)], dce_enabled=False
             ),
             walk_regions_first=True,
             apply_recursively=False,

@@ -53,8 +53,6 @@ from xdsl.rewriter import Rewriter
 from .errors import LoweringError
 from .lowering_utils import map_types_in_attr, retype_in_place
 
-PASS_NAME = "convert-index-to-i64"
-
 _NEEDS_INDEX = ("memref.", "affine.", "tensor.", "vector.")
 
 
@@ -102,7 +100,8 @@ class ConvertIndexToI64Pass(ModulePass):
         for inner in list(op.walk()):
             if inner.name.startswith(_NEEDS_INDEX):
                 raise LoweringError(
-                    PASS_NAME, inner.name, "needs index operands: lower it to pointers first"
+                    ConvertIndexToI64Pass.name,
+                    inner.name, "needs index operands: lower it to pointers first"
                 )
             if isinstance(inner, arith.IndexCastOp):
                 _lower_index_cast(inner)

@@ -1,10 +1,10 @@
 """``convert-math-to-llvm``: lower ``math`` ops to LLVM intrinsics or libm calls.
 
-Three tables, one per target form:
-  * ``_NATIVE``: ops xDSL's llvm dialect has (``llvm.intr.exp``, ``.sqrt``, ``.pow``,
-    ``.fma``, ...);
-  * ``_INTRINSIC``: other LLVM intrinsics, as ``llvm.call_intrinsic`` with the
-    overload suffix in the name (``"llvm.tanh.f64"``, ``"llvm.ctlz.i32"``);
+Two tables, one per target form:
+  * ``_INTRINSIC``: LLVM intrinsics, as ``llvm.call_intrinsic`` with the overload
+    suffix in the name (``"llvm.exp.f64"``, ``"llvm.tanh.f32"``, ``"llvm.ctlz.i32"``),
+    also for those xDSL has an ``llvm.intr.*`` op for: its translation declares them
+    without the suffix, once per module, so f32 and f64 uses in one kernel would clash;
   * ``_LIBM``: functions LLVM has no intrinsic for (``expm1``, ``log1p``, ``cbrt``,
     ``erf``, ...), as ``llvm.call`` to a libm declaration the pass adds to the module
     (``expm1`` for f64, ``expm1f`` for f32, scalars only).
@@ -24,14 +24,13 @@ After::
 
     llvm.func @expm1(f64) -> f64
     ...
-    %e = llvm.intr.exp(%x) : (f64) -> f64
+    %e = llvm.call_intrinsic "llvm.exp.f64"(%x) : (f64) -> f64
     %t = llvm.call_intrinsic "llvm.tanh.f64"(%e) : (f64) -> f64
     %m = llvm.call @expm1(%t) : (f64) -> f64
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -59,26 +58,24 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from .errors import LoweringError
 from .lowering_utils import check_no_leftover, intrinsic_suffix
 
-PASS_NAME = "convert-math-to-llvm"
-
-_NATIVE: dict[type[Operation], Callable[[Operation], Operation]] = {
-    math.AbsFOp: lambda op: llvm.FAbsOp(op.operands[0], op.results[0].type),
-    math.CeilOp: lambda op: llvm.FCeilOp(op.operands[0]),
-    math.FloorOp: lambda op: llvm.FFloorOp(op.operands[0]),
-    math.SqrtOp: lambda op: llvm.FSqrtOp(op.operands[0]),
-    math.ExpOp: lambda op: llvm.FExpOp(op.operands[0]),
-    math.Exp2Op: lambda op: llvm.FExp2Op(op.operands[0]),
-    math.LogOp: lambda op: llvm.FLogOp(op.operands[0]),
-    math.Log2Op: lambda op: llvm.FLog2Op(op.operands[0]),
-    math.SinOp: lambda op: llvm.FSinOp(op.operands[0]),
-    math.CosOp: lambda op: llvm.FCosOp(op.operands[0]),
-    math.PowFOp: lambda op: llvm.FPowOp(*op.operands),
-    math.CopySignOp: lambda op: llvm.FCopySignOp(*op.operands),
-    math.FmaOp: lambda op: llvm.FMAOp(*op.operands),
-}
-
 # Overloaded LLVM intrinsics called by name; the suffix comes from the result type.
+# Every float intrinsic goes this way, even those xDSL has an ``llvm.intr.*`` op for:
+# xDSL's translation declares those un-suffixed, once per module, so one kernel could
+# not use the f32 and the f64 variant of one function.
 _INTRINSIC: dict[type[Operation], str] = {
+    math.AbsFOp: "llvm.fabs",
+    math.CeilOp: "llvm.ceil",
+    math.FloorOp: "llvm.floor",
+    math.SqrtOp: "llvm.sqrt",
+    math.ExpOp: "llvm.exp",
+    math.Exp2Op: "llvm.exp2",
+    math.LogOp: "llvm.log",
+    math.Log2Op: "llvm.log2",
+    math.SinOp: "llvm.sin",
+    math.CosOp: "llvm.cos",
+    math.PowFOp: "llvm.pow",
+    math.CopySignOp: "llvm.copysign",
+    math.FmaOp: "llvm.fma",
     math.TanhOp: "llvm.tanh",
     math.TanOp: "llvm.tan",
     math.SinhOp: "llvm.sinh",
@@ -114,15 +111,6 @@ _LIBM: dict[type[Operation], str] = {
 _LIBM_SUFFIX: dict[type[Attribute], str] = {Float64Type: "", Float32Type: "f"}
 
 
-class NativeMathToLLVM(RewritePattern):
-    """Ops with a dedicated ``llvm.intr.*`` op."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        build = _NATIVE.get(type(op))
-        if build is not None:
-            rewriter.replace(op, build(op))
-
-
 class IntrinsicMathToLLVM(RewritePattern):
     """Ops lowered to ``llvm.call_intrinsic "llvm.<name>.<suffix>"``."""
 
@@ -145,10 +133,12 @@ class IntrinsicMathToLLVM(RewritePattern):
         elif isinstance(op, math.RsqrtOp):
             typ = op.result.type
             if not isinstance(typ, AnyFloat):
-                raise LoweringError(PASS_NAME, op.name, f"no rule for {typ} operands")
+                raise LoweringError(
+                    ConvertMathToLLVMPass.name, op.name, f"no rule for {typ} operands"
+                )
             one = llvm.ConstantOp(FloatAttr(1.0, typ), typ)
-            root = llvm.FSqrtOp(op.operand)
-            rewriter.replace(op, [one, root, llvm.FDivOp(one.result, root.res)])
+            root = llvm.CallIntrinsicOp(f"llvm.sqrt.{intrinsic_suffix(typ)}", [op.operand], [typ])
+            rewriter.replace(op, [one, root, llvm.FDivOp(one.result, root.results[0])])
 
 
 class LibmMathToLLVM(RewritePattern):
@@ -167,7 +157,9 @@ class LibmMathToLLVM(RewritePattern):
         typ = op.results[0].type
         suffix = _LIBM_SUFFIX.get(type(typ))
         if suffix is None:
-            raise LoweringError(PASS_NAME, op.name, f"libm has no scalar {typ} variant")
+            raise LoweringError(
+                ConvertMathToLLVMPass.name, op.name, f"libm has no scalar {typ} variant"
+            )
         symbol = base + suffix
         self.needed[symbol] = typ
         rewriter.replace(op, llvm.CallOp(symbol, op.operands[0], return_type=typ))
@@ -182,7 +174,8 @@ def _declare_libm(module: ModuleOp, needed: dict[str, Attribute]) -> None:
         if symbol in existing:
             if existing[symbol].function_type != fn_type:
                 raise LoweringError(
-                    PASS_NAME, f"llvm.func @{symbol}", f"clashes with libm's {fn_type}"
+                    ConvertMathToLLVMPass.name,
+                    f"llvm.func @{symbol}", f"clashes with libm's {fn_type}"
                 )
             continue
         decl = llvm.FuncOp(
@@ -201,7 +194,7 @@ class ConvertMathToLLVMPass(ModulePass):
         libm = LibmMathToLLVM()
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [NativeMathToLLVM(), IntrinsicMathToLLVM(), libm], dce_enabled=False
+                [IntrinsicMathToLLVM(), libm], dce_enabled=False
             ),
             apply_recursively=False,
         ).rewrite_module(op)

@@ -43,7 +43,6 @@ from xdsl.rewriter import Rewriter
 from .errors import LoweringError
 from .lowering_utils import map_types_in_attr, retype_in_place
 
-PASS_NAME = "convert-ptr-to-llvm-fast"
 _LLVM_PTR = llvm.LLVMPointerType()
 
 
@@ -57,7 +56,9 @@ def _convert_attr(attr: Attribute) -> Attribute:
 
 def _check_plain(op: ptr.LoadOp | ptr.StoreOp) -> None:
     if op.volatile is not None or op.ordering is not None or op.syncscope is not None:
-        raise LoweringError(PASS_NAME, op.name, "volatile/atomic accesses are not supported")
+        raise LoweringError(
+            ConvertPtrToLLVMFastPass.name, op.name, "volatile/atomic accesses are not supported"
+        )
 
 
 def _load(op: Operation) -> Operation | None:
@@ -80,7 +81,7 @@ def _forward(op: Operation) -> Operation | None:
 
 def _reject(reason: str) -> Callable[[Operation], Operation | None]:
     def reject(op: Operation) -> Operation | None:
-        raise LoweringError(PASS_NAME, op.name, reason)
+        raise LoweringError(ConvertPtrToLLVMFastPass.name, op.name, reason)
 
     return reject
 

@@ -49,8 +49,6 @@ from xdsl.pattern_rewriter import (
 
 from .errors import LoweringError
 
-PASS_NAME = "convert-ptradd-to-gep"
-
 
 class PtrAddToGEP(RewritePattern):
     """``ptr_xdsl.ptradd`` -> ``llvm.getelementptr inbounds i8`` between casts."""
@@ -65,7 +63,8 @@ class PtrAddToGEP(RewritePattern):
             offset = cast.result
         elif not isinstance(offset.type, IntegerType) or offset.type.width.data > 64:
             raise LoweringError(
-                PASS_NAME, op.name, f"offset of type {offset.type}: expected index or <= i64"
+                ConvertPtrAddToGEPPass.name,
+                op.name, f"offset of type {offset.type}: expected index or <= i64"
             )
         base = UnrealizedConversionCastOp.get([op.addr], [llvm.LLVMPointerType()])
         gep = llvm.GEPOp.from_mixed_indices(base.results[0], [offset], i8, inbounds=True)
@@ -83,4 +82,4 @@ class ConvertPtrAddToGEPPass(ModulePass):
         PatternRewriteWalker(PtrAddToGEP(), apply_recursively=False).rewrite_module(op)
         for inner in op.walk():
             if isinstance(inner, ptr.PtrAddOp):
-                raise LoweringError(PASS_NAME, inner.name, "left over")
+                raise LoweringError(ConvertPtrAddToGEPPass.name, inner.name, "left over")

@@ -9,12 +9,15 @@ never silently leaving an illegal op behind::
 
 from __future__ import annotations
 
+from xdsl.utils.exceptions import PassFailedException
 
-class LoweringError(ValueError):
+
+class LoweringError(PassFailedException, ValueError):
     """An op could not be lowered by a pass.
 
     ``pass_name`` and ``op_name`` are kept as attributes so callers (a CLI, a
-    test) can inspect them without parsing the message.
+    test) can inspect them without parsing the message. A ``PassFailedException``
+    (xDSL's pass diagnostic): ``xdsl-opt --verify-diagnostics`` prints its message.
     """
 
     def __init__(self, pass_name: str, op_name: str, reason: str = "no rule") -> None:

@@ -2,12 +2,13 @@
 
 Small and dialect-agnostic: fastmath flag translation, intrinsic name mangling
 (``f64``, ``v8f64``, ``i32``), the leftover check every conversion pass ends with,
-and in-place retyping for the one-walk type conversions.
+in-place retyping for the one-walk type conversions, and ``TableRewrite``, the pattern
+of the table-driven one-op-for-one-op conversions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -21,6 +22,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.utils.fast_math import FastMathAttrBase, FastMathFlag
 from xdsl.ir import Attribute, Operation
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import Rewriter
 
 from .errors import LoweringError
@@ -144,3 +146,20 @@ def retype_in_place(
                 new_type = convert(arg.type)
                 if new_type is not arg.type:
                     Rewriter.replace_value_with_new_type(arg, new_type)
+
+
+class TableRewrite(RewritePattern):
+    """Replace each op whose type has a row in ``table`` by the op the row builds.
+
+    ``TableRewrite({cf.BranchOp: _br, ...})``: one builder per source op type, as
+    xDSL's table-driven conversions do; ops without a row are left to other patterns
+    (and to the pass's leftover check).
+    """
+
+    def __init__(self, table: Mapping[type[Operation], Callable[[Operation], Operation]]) -> None:
+        self.table = table
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        build = self.table.get(type(op))
+        if build is not None:
+            rewriter.replace(op, build(op))

@@ -16,9 +16,10 @@ class has a row here (``has_complex_lowering``).
                                               %mi = arith.addf %2, %3 : f64
 
 Formulas: textbook multiplication (as numpy), Smith's algorithm for division,
-``exp(a + bi) = e^a (cos b + i sin b)``; compare eq is "both parts equal", ne its
+``exp(a + bi) = e^a (cos b + i sin b)``, sinh and cosh from the real parts' sinh,
+cosh, sin and cos; compare eq is "both parts equal", ne its
 negation (NaN parts compare unequal). Infinite and NaN parts may differ from numpy's
-special cases in mul, div and exp.
+special cases in mul, div, exp, sinh and cosh.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from tidu_compile import ops
 from tidu_compile.ops import TensorOp
 
-from .tidu_scalar_lowering import Emit, constant
+from .scalar_emit import Emit, Scalars, constant
+from .tidu_math_lowering import cosh_of, sinh_of
 
 Scalar = tuple[SSAValue, ...]
 """A lowered element: ``(value,)`` for a real or i1 value, ``(re, im)`` for a complex one."""
@@ -188,6 +190,21 @@ def _exp(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
              _mul(emit, scale, emit(math.SinOp(im)).results[0]))]
 
 
+def _hyperbolic(sinh_like: bool) -> ComplexLowering:
+    """``sinh(a + bi) = sinh a cos b + i cosh a sin b``,
+    ``cosh(a + bi) = cosh a cos b + i sinh a sin b`` (the real rows' sinh and cosh)."""
+
+    def lower(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+        a, b = args[0]
+        f = Scalars(emit, a.type)
+        sinh_a, cosh_a = sinh_of(f, a), cosh_of(f, a)
+        first, second = (sinh_a, cosh_a) if sinh_like else (cosh_a, sinh_a)
+        return [(f.mul(first, emit(math.CosOp(b)).results[0]),
+                 f.mul(second, emit(math.SinOp(b)).results[0]))]
+
+    return lower
+
+
 COMPLEX_LOWERINGS: dict[type[TensorOp], ComplexLowering] = {
     ops.Add: _componentwise(_add),
     ops.Sub: _componentwise(_sub),
@@ -206,6 +223,8 @@ COMPLEX_LOWERINGS: dict[type[TensorOp], ComplexLowering] = {
     ops.Compare: _compare,
     ops.Convert: _convert,
     ops.Exp: _exp,
+    ops.Sinh: _hyperbolic(sinh_like=True),
+    ops.Cosh: _hyperbolic(sinh_like=False),
 }
 """Primitive class -> builder of its dialect op's arith/math equivalent on (re, im) pairs."""
 

@@ -98,8 +98,6 @@ from .tidu_fusion_groups import (
     is_fusible,
 )
 
-PASS_NAME = "tidu-fuse-elementwise"
-
 # ---------------------------------------------------------------------------------
 # Kernel construction
 # ---------------------------------------------------------------------------------
@@ -262,7 +260,9 @@ def _topological_units(units: list[list[Operation]]) -> list[list[Operation]]:
                 stack.append((node, next_dep + 1))
                 dep = deps[node][next_dep]
                 if state[dep] == 1:
-                    raise AssertionError(f"{PASS_NAME}: the fused groups form a cycle")
+                    raise AssertionError(
+                        f"{TiduFuseElementwisePass.name}: the fused groups form a cycle"
+                    )
                 if state[dep] == 0:
                     stack.append((dep, 0))
                 continue
@@ -348,7 +348,6 @@ class TiduFuseElementwisePass(ModulePass):
 
 
 __all__ = [
-    "PASS_NAME",
     "FusionKind",
     "Group",
     "TiduFuseElementwisePass",

@@ -209,7 +209,7 @@ def _fill_result(
     tensor = kernel.outputs[j].type
     shape = tensor.get_shape()  # type: ignore[attr-defined]
     indices = kernel.result_indices(j)
-    domain = kernel.domain
+    domain = kernel.domain.get_values()
 
     def store(ivs: list[SSAValue]) -> None:
         _store_fill(body, out, tensor, ivs, fill)

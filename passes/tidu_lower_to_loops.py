@@ -113,7 +113,7 @@ from xdsl.passes import ModulePass
 from .errors import LoweringError
 from .tidu_complex_lowering import Scalar, complex_lowering
 from .tidu_loop_access import fill_result, guarded_load, index_values, whole_fill_results
-from .tidu_scalar_lowering import PASS_NAME, Emit, constant, lower_scalar_op
+from .tidu_scalar_lowering import Emit, constant, lower_scalar_op
 
 REASSOC = FastMathFlagsAttr([FastMathFlag.REASSOC])
 """Fastmath flag of the accumulating adds: lets LLVM keep vector partial sums."""
@@ -131,8 +131,8 @@ def memref_type(tensor: Attribute) -> MemRefType:
     """The memref with the shape and element type of a static tensor type (the
     buffer of the tensor in ``@f``)."""
     if not isinstance(tensor, TensorType):
-        raise LoweringError(PASS_NAME, "tidu.kernel", f"operand or result type {tensor} is "
-                            "not a tensor")
+        raise LoweringError(TiduLowerToLoopsPass.name, KernelOp.name, f"operand or result type "
+                            f"{tensor} is not a tensor")
     return MemRefType(element_type(tensor), tensor.get_shape())
 
 
@@ -153,8 +153,8 @@ def lower_body_op(op: Operation, args: Sequence[Scalar], emit: Emit) -> list[Sca
         return [(v,) for v in lower_scalar_op(op, [a[0] for a in args], emit)]
     rule = complex_lowering(op)
     if rule is None:
-        raise LoweringError(PASS_NAME, op.name, "no lowering rule for complex scalars in a "
-                            "tidu.kernel body")
+        raise LoweringError(TiduLowerToLoopsPass.name, op.name, "no lowering rule for complex "
+                            "scalars in a tidu.kernel body")
     return list(rule(op, args, emit))
 
 
@@ -238,12 +238,8 @@ def _name(scalar: Scalar, source: SSAValue) -> None:
 def is_chunked(kernel: KernelOp, chunked: bool) -> bool:
     """Whether the kernel function takes a ``[lo, hi)`` range of domain dimension 0
     (not for an empty domain, nor when a result is filled whole: ``whole_fill_results``)."""
-    return (
-        chunked
-        and len(kernel.domain) > 0
-        and kernel.domain[0] > 0
-        and not whole_fill_results(kernel)
-    )
+    domain = kernel.domain.get_values()
+    return chunked and len(domain) > 0 and domain[0] > 0 and not whole_fill_results(kernel)
 
 
 def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) -> func.FuncOp:
@@ -259,7 +255,7 @@ def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) ->
         for i, arg in enumerate(args):
             arg.name_hint = f"{prefix}{i}"
     body = _Body(entry)
-    domain = kernel.domain
+    domain = kernel.domain.get_values()
     chunk: dict[int, tuple[SSAValue, SSAValue]] = {}
     if chunked:
         entry.args[-2].name_hint, entry.args[-1].name_hint = "lo", "hi"
@@ -313,8 +309,8 @@ def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) ->
         if isinstance(op, YieldOp):
             break
         if op.regions:
-            raise LoweringError(PASS_NAME, op.name, "ops with regions cannot be lowered in a "
-                                "tidu.kernel body")
+            raise LoweringError(TiduLowerToLoopsPass.name, op.name, "ops with regions cannot be "
+                                "lowered in a tidu.kernel body")
         lowered = lower_body_op(op, [values[v] for v in op.operands], body.emit)
         for result, value in zip(op.results, lowered, strict=True):
             _name(value, result)
@@ -385,14 +381,15 @@ def replace_kernel(kernel: KernelOp, symbol: str, chunked: bool = False) -> None
     arguments = [buffers[v] for v in kernel.inputs] + outputs
     call_attributes: dict[str, Attribute] = {}
     if is_chunked(kernel, chunked):
-        extent = kernel.domain[0]
+        domain = kernel.domain.get_values()
+        extent = domain[0]
         bounds = [arith.ConstantOp(IntegerAttr(v, IndexType())) for v in (0, extent)]
         new_ops += bounds
         arguments += [b.result for b in bounds]
         partial = [j for j in range(len(kernel.outputs)) if 0 not in kernel.result_map(j)]
         call_attributes = {
             "tidu.chunk_extent": IntegerAttr(extent, 64),
-            "tidu.domain_size": IntegerAttr(prod(kernel.domain), 64),
+            "tidu.domain_size": IntegerAttr(prod(domain), 64),
             "tidu.partial_outputs": ArrayAttr([IntegerAttr(j, 64) for j in partial]),
         }
     call = func.CallOp(symbol, arguments, [])
@@ -447,7 +444,6 @@ class TiduLowerToLoopsPass(ModulePass):
 
 __all__ = [
     "KERNEL_ATTR",
-    "PASS_NAME",
     "TiduLowerToLoopsPass",
     "build_kernel_function",
     "extract_kernel_module",

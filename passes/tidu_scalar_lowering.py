@@ -7,7 +7,8 @@ lowered, and an ``emit`` callback that inserts one standard op at the current po
 and returns it; the builder returns the lowered results. This row is all the compiler
 needs of a new elementwise op: ``tidu-fuse-elementwise`` admits exactly the ops with a
 row (``is_fusible``). A tidu op without a row, or with complex scalars, raises
-``LoweringError``.
+``LoweringError``. The rows of the math functions (log1p, sinh, hypot, mod, ...) are in
+``tidu_math_lowering``, merged here.
 
     %p = tidu.mul %a, %b : f64          %p = arith.mulf %a, %b : f64
     %e = tidu.exp %p : f64        ->    %e = math.exp %p : f64
@@ -30,18 +31,15 @@ from tidu_compile.dialects import tidu_elementwise as ew
 from tidu_compile.dialects.tidu import primitive_class
 from tidu_compile.dialects.tidu_base import is_complex_element
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr, i1
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import AnyFloat, i1
+from xdsl.ir import Operation, SSAValue
 
 from tidu_compile import ops
 from tidu_compile.ops import TensorOp
 
 from .errors import LoweringError
-
-PASS_NAME = "tidu-lower-to-loops"
-
-Emit = Callable[[Operation], Operation]
-"""Insert an op at the current position of the loop body and return it."""
+from .scalar_emit import Emit, constant
+from .tidu_math_lowering import MATH_LOWERINGS
 
 ScalarLowering = Callable[[Operation, Sequence[SSAValue], Emit], Sequence[SSAValue]]
 
@@ -57,14 +55,6 @@ COMPARE_PREDICATES: dict[str, str] = {
     "ne": "une",
 }
 """tidu.compare direction -> arith.cmpf predicate (numpy semantics on NaN)."""
-
-
-def constant(emit: Emit, value: float, type_: Attribute) -> SSAValue:
-    """An ``arith.constant`` of a float or i1 type."""
-    if type_ == i1:
-        return emit(arith.ConstantOp(IntegerAttr(int(value), i1))).results[0]
-    assert isinstance(type_, AnyFloat)
-    return emit(arith.ConstantOp(FloatAttr(value, type_))).results[0]
 
 
 def _binary(op_class: type[arith.FloatingPointLikeBinaryOperation]) -> ScalarLowering:
@@ -163,43 +153,6 @@ def _convert(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SS
     return emit(arith.TruncFOp(args[0], target)).results
 
 
-def _log1p(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
-    """``log1p(x) = x * log(u) / (u - 1)`` with ``u = 1 + x`` (Goldberg): the rounding
-    of ``u`` cancels; ``x`` where ``u == 1``, ``u`` where ``u`` is inf. Built on
-    ``math.log``, which ``expand-math-polynomials`` vectorizes."""
-    x = args[0]
-    one = constant(emit, 1.0, x.type)
-    u = emit(arith.AddfOp(one, x)).results[0]
-    ratio = emit(arith.DivfOp(x, emit(arith.SubfOp(u, one)).results[0])).results[0]
-    value: SSAValue = emit(arith.MulfOp(emit(math.LogOp(u)).results[0], ratio)).results[0]
-    inf = constant(emit, float("inf"), x.type)
-    value = _select_if(emit, u, "oeq", inf, u, value)
-    return [_select_if(emit, u, "oeq", one, x, value)]
-
-
-def _expm1(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
-    """``expm1(x) = (u - 1) * x / log(u)`` with ``u = exp(x)`` (Kahan): ``x`` where
-    ``u == 1``, -1 where ``u - 1 == -1``, ``u`` where ``u`` is inf."""
-    x = args[0]
-    one = constant(emit, 1.0, x.type)
-    u = emit(math.ExpOp(x)).results[0]
-    um1 = emit(arith.SubfOp(u, one)).results[0]
-    ratio = emit(arith.DivfOp(x, emit(math.LogOp(u)).results[0])).results[0]
-    value: SSAValue = emit(arith.MulfOp(um1, ratio)).results[0]
-    value = _select_if(emit, u, "oeq", constant(emit, float("inf"), x.type), u, value)
-    minus_one = constant(emit, -1.0, x.type)
-    value = _select_if(emit, um1, "oeq", minus_one, minus_one, value)
-    return [_select_if(emit, u, "oeq", one, x, value)]
-
-
-def _select_if(
-    emit: Emit, a: SSAValue, predicate: str, b: SSAValue, then: SSAValue, otherwise: SSAValue
-) -> SSAValue:
-    """``then if a <predicate> b else otherwise`` (an ``arith.cmpf`` and a select)."""
-    condition = emit(arith.CmpfOp(a, b, predicate)).results[0]
-    return emit(arith.SelectOp(condition, then, otherwise)).results[0]
-
-
 def _sincos(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
     return [emit(math.SinOp(args[0])).results[0], emit(math.CosOp(args[0])).results[0]]
 
@@ -219,8 +172,6 @@ SCALAR_LOWERINGS: dict[type[TensorOp], ScalarLowering] = {
     ops.Cos: _unary_math(math.CosOp),
     ops.Tanh: _unary_math(math.TanhOp),
     ops.Sqrt: _unary_math(math.SqrtOp),
-    ops.Log1p: _log1p,
-    ops.Expm1: _expm1,
     ops.SinCos: _sincos,
     ops.Conj: _identity,
     ops.Real: _identity,
@@ -231,9 +182,11 @@ SCALAR_LOWERINGS: dict[type[TensorOp], ScalarLowering] = {
     ops.FullLike: _full_like,
     ops.Constant: _constant,
     ops.Convert: _convert,
+    **MATH_LOWERINGS,
 }
 """Primitive class -> builder of its dialect op's arith/math equivalent on real (or i1)
-scalars: the one lowering row an elementwise op needs."""
+scalars: the one lowering row an elementwise op needs (the math functions' rows are in
+``tidu_math_lowering``)."""
 
 
 def scalar_lowering(op: Operation) -> ScalarLowering | None:
@@ -244,13 +197,15 @@ def scalar_lowering(op: Operation) -> ScalarLowering | None:
 
 def lower_scalar_op(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
     """Lower one tidu op of a kernel body; ``LoweringError`` if there is no rule."""
+    from .tidu_lower_to_loops import TiduLowerToLoopsPass  # the pass this table serves
+
     rule = scalar_lowering(op)
     if rule is None:
-        raise LoweringError(PASS_NAME, op.name, "no scalar lowering rule for this op in a "
-                            "tidu.kernel body")
+        raise LoweringError(TiduLowerToLoopsPass.name, op.name, "no scalar lowering rule for "
+                            "this op in a tidu.kernel body")
     if any(is_complex_element(t) for t in (*op.operand_types, *op.result_types)):
-        raise LoweringError(PASS_NAME, op.name, "complex scalars are lowered by "
-                            "tidu_complex_lowering.COMPLEX_LOWERINGS, not this table")
+        raise LoweringError(TiduLowerToLoopsPass.name, op.name, "complex scalars are lowered "
+                            "by tidu_complex_lowering.COMPLEX_LOWERINGS, not this table")
     results = rule(op, args, emit)
     assert len(results) == len(op.results)
     return results

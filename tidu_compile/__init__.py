@@ -5,6 +5,7 @@ Everything in DESIGN.md's public contract is importable from here.
 
 from typing import Any
 
+from tidu_compile import func  # noqa: E402 - the transforms build on everything above
 from tidu_compile.ad import (
     ADKey,
     ADRuleError,
@@ -28,7 +29,8 @@ from tidu_compile.eager import (
     Trace,
     backward,
 )
-from tidu_compile.executors.reference import ReferenceExecutor, evaluate_graph
+from tidu_compile.evaluation import evaluate_graph
+from tidu_compile.executors.reference import ReferenceExecutor
 from tidu_compile.frontend import (
     FUNCTIONS,
     Tensor,
@@ -70,7 +72,8 @@ __all__ = [
     "Primitive", "PrimitiveBuilder", "PrimitiveGraph", "PrimitiveValue", "ProducedDef",
     "RecordedGraph", "Recorder", "ReferenceExecutor", "ResolvedView", "Tensor", "Trace",
     "ValueNode", "backward", "evaluate_graph", "function", "get_default_executor", "grad",
-    "linear_transpose", "linear_transpose_with_builder", "linearize", "no_grad", "resolve",
+    "func", "linear_transpose", "linear_transpose_with_builder", "linearize", "no_grad",
+    "resolve",
     "set_default_executor", "tensor", "use_executor", *FUNCTIONS,
 ]  # fmt: skip
 

@@ -370,12 +370,13 @@ def linear_transpose_with_builder(
     for out_id, seed in zip(graph.outputs, cotangent_seeds, strict=True):
         if seed is None:
             continue
-        if out_id in cotangent and not graph.operations:
+        some_op = _any_operation(graph) if out_id in cotangent else None
+        if out_id in cotangent and some_op is None:
             raise ValueError(
-                "cotangent_seeds: two seeds reach one value of a graph with no operations, "
-                "so there is no primitive set to add them with"
+                "cotangent_seeds: two seeds reach one value of a graph with no operations "
+                "(nor its parents), so there is no primitive set to add them with"
             )
-        accumulate(out_id, seed, graph.operations[0].operation if graph.operations else None)
+        accumulate(out_id, seed, some_op)
 
     for node in reversed(graph.operations):
         if not isinstance(node.role, Linearized):
@@ -402,6 +403,18 @@ def linear_transpose_with_builder(
             if isinstance(ref, Local):
                 accumulate(ref.id, contribution, node.operation)
     return [cotangent.get(local_id) for _, local_id in linear.tangent_inputs]
+
+
+def _any_operation(graph: Graph) -> Any:
+    """An op of ``graph`` or of its parents (breadth first), naming the primitive set whose
+    ``add()`` accumulates cotangents; None when there is none."""
+    queue = [graph]
+    while queue:
+        current = queue.pop(0)
+        if current.operations:
+            return current.operations[0].operation
+        queue.extend(current.parents)
+    return None
 
 
 def linear_transpose(linear: LinearizedGraph, ctx: Any = None) -> LinearizedGraph:

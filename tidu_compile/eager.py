@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, fresh_pass_id, linearize
+from tidu_compile.evaluation import evaluate_graph
 from tidu_compile.graph import Graph, GraphBuilder, Input, Primary, ValueKey, resolve
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Recorder",
     "Trace",
     "backward",
+    "upstream_nodes",
 ]
 
 
@@ -316,21 +318,24 @@ class BackwardExecutor(ABC):
         """
         return self.run_transposed_linear(linear, cotangent_out, external_data, ctx)
 
+    def run_graph(self, graph: RecordedGraph, inputs: Sequence[Any]) -> list:
+        """The values of ``graph``'s outputs for one value per input (forward mode and
+        higher order evaluate derived graphs with it). The default evaluates op by op
+        (``evaluate_graph``); a compiling executor overrides it (a tidu_compile addition
+        to tidu's protocol)."""
+        if len(inputs) != len(graph.input_keys):
+            raise ValueError(
+                f"inputs: {graph!r} takes {len(graph.input_keys)} inputs, got {len(inputs)}"
+            )
+        return evaluate_graph(graph.graph, dict(zip(graph.input_value_keys, inputs, strict=True)))
 
-def _visiting_order(output_trace: Trace) -> tuple[Trace, ...]:
-    """``output_trace`` and the nodes it depends on, consumers first; cached on the node
-    (without itself: a node never references itself, so no reference cycle)."""
-    upstream = output_trace.upstream
-    if upstream is None:
-        upstream = output_trace.upstream = tuple(_reverse_topological(output_trace)[1:])
-    return (output_trace, *upstream)
 
-
-def _reverse_topological(output_trace: Trace) -> list[Trace]:
-    """Nodes reachable from ``output_trace``, consumers first (iterative DFS)."""
+def upstream_nodes(roots: Sequence[Trace]) -> list[Trace]:
+    """The nodes reachable from ``roots`` (themselves included), consumers first: the
+    order ``backward`` visits them in; reversed, the order forward mode visits them in."""
     order: list[Trace] = []
     visited: set[int] = set()
-    stack: list[tuple[Trace, bool]] = [(output_trace, False)]
+    stack: list[tuple[Trace, bool]] = [(r, False) for r in reversed(roots)]
     while stack:
         trace, expanded = stack.pop()
         if expanded:
@@ -345,6 +350,20 @@ def _reverse_topological(output_trace: Trace) -> list[Trace]:
                 stack.append((edge.trace, False))
     order.reverse()
     return order
+
+
+def _visiting_order(output_trace: Trace) -> tuple[Trace, ...]:
+    """``output_trace`` and the nodes it depends on, consumers first; cached on the node
+    (without itself: a node never references itself, so no reference cycle)."""
+    upstream = output_trace.upstream
+    if upstream is None:
+        upstream = output_trace.upstream = tuple(_reverse_topological(output_trace)[1:])
+    return (output_trace, *upstream)
+
+
+def _reverse_topological(output_trace: Trace) -> list[Trace]:
+    """Nodes reachable from ``output_trace``, consumers first (iterative DFS)."""
+    return upstream_nodes([output_trace])
 
 
 def _check_seed(seed: Any, trace: Trace, slot: int) -> None:

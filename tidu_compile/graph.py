@@ -14,9 +14,11 @@ This layer is pure Python: it knows nothing about numpy, AD or LLVM.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, TypeVar, Union
+
+T = TypeVar("T")
 
 __all__ = [
     "Input",
@@ -76,7 +78,33 @@ Role = Primary | Linearized
 # --------------------------------------------------------------------------- keys
 
 
-class Input:
+class _Key:
+    """What the key classes share: a hash computed once, structural equality, and no
+    change after construction (``_hash``, set last, freezes the key)."""
+
+    __slots__ = ()
+    _hash: int
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not type(self) or self._hash != other._hash:  # type: ignore[attr-defined]
+            return False
+        return _structurally_equal(self, other)  # type: ignore[arg-type]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, "_hash"):
+            raise AttributeError(f"{type(self).__name__} keys are immutable")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} keys are immutable")
+
+
+class Input(_Key):
     """Value key of a graph input named by the raw key ``key``."""
 
     __slots__ = ("key", "_hash")
@@ -85,32 +113,14 @@ class Input:
         self.key = key
         self._hash = hash(("Input", key))
 
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, Input) or self._hash != other._hash:
-            return False
-        return bool(self.key == other.key)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(self, "_hash"):
-            raise AttributeError("value keys are immutable")
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("value keys are immutable")
-
     def __repr__(self) -> str:
         return f"Input({self.key!r})"
 
 
-class OperationKey:
+class OperationKey(_Key):
     """Structural key of one operation application: ``(operation, inputs, role)``."""
 
-    __slots__ = ("operation", "inputs", "role", "_hash", "_depth")
+    __slots__ = ("operation", "inputs", "role", "_depth", "_hash")
 
     def __init__(self, operation: Hashable, inputs: tuple[ValueKey, ...], role: Role) -> None:
         inputs = tuple(inputs)
@@ -122,33 +132,15 @@ class OperationKey:
         self.operation = operation
         self.inputs = inputs
         self.role = role
+        self._depth = 1 + max((_depth_of(k) for k in inputs), default=0)
         # The op's type is hashed too: parameterless dataclass ops all hash like ().
         self._hash = hash((type(operation), operation, inputs, role))
-        self._depth = 1 + max((_depth_of(k) for k in inputs), default=0)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, OperationKey):
-            return False
-        return _structurally_equal(self, other)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(self, "_depth"):
-            raise AttributeError("operation keys are immutable")
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("operation keys are immutable")
 
     def __repr__(self) -> str:
         return f"OperationKey({self.operation!r}, <{len(self.inputs)} inputs>, {self.role!r})"
 
 
-class Derived:
+class Derived(_Key):
     """Value key of output ``output_slot`` of the operation ``operation``."""
 
     __slots__ = ("operation", "output_slot", "_hash")
@@ -159,24 +151,6 @@ class Derived:
         self.operation = operation
         self.output_slot = output_slot
         self._hash = hash(("Derived", operation._hash, output_slot))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, Derived):
-            return False
-        return _structurally_equal(self, other)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(self, "_hash"):
-            raise AttributeError("value keys are immutable")
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("value keys are immutable")
 
     def __repr__(self) -> str:
         return f"Derived({self.operation.operation!r}, slot={self.output_slot})"
@@ -189,8 +163,10 @@ def _depth_of(key: ValueKey) -> int:
     return key.operation._depth if isinstance(key, Derived) else 0
 
 
-def _structurally_equal(a: Derived | OperationKey, b: Derived | OperationKey) -> bool:
+def _structurally_equal(a: _Key, b: _Key) -> bool:
     """Compare two keys without recursion; shared sub-keys are compared once."""
+    if type(a) is Input:  # a leaf: nothing to walk (the common case, kept cheap)
+        return bool(a.key == b.key)  # type: ignore[attr-defined]
     stack: list[tuple[Any, Any]] = [(a, b)]
     seen: set[tuple[int, int]] = set()
     while stack:
@@ -446,6 +422,36 @@ class ResolvedView:
 
     def __contains__(self, key: object) -> bool:
         return key in self._definitions
+
+    def compute(
+        self,
+        wanted: Iterable[ValueKey],
+        values: MutableMapping[ValueKey, T],
+        apply: Callable[[ProducedDef, list[T]], Sequence[T]],
+        missing: Callable[[ValueKey], Exception],
+    ) -> None:
+        """Put a value for every ``wanted`` key into ``values``: the operations that
+        define the keys absent from ``values`` are applied, dependencies first and
+        without recursion, with ``apply(definition, input values) -> output values``
+        (which evaluates ``definition.operation``, emits an instruction or adds a graph
+        node). Values present are kept (an operation's other outputs too). A key absent
+        from ``values`` that no operation produces raises ``missing(key)``."""
+        stack: list[tuple[ValueKey, bool]] = [(k, False) for k in wanted]
+        while stack:
+            key, ready = stack.pop()
+            if key in values:
+                continue
+            definition = self._definitions.get(key)
+            if not isinstance(definition, ProducedDef):
+                raise missing(key)
+            if ready:
+                outputs = apply(definition, [values[k] for k in definition.input_keys])
+                op_key = key.operation  # type: ignore[union-attr]  # ProducedDef => Derived
+                for slot, value in enumerate(outputs):
+                    values.setdefault(Derived(op_key, slot), value)
+                continue
+            stack.append((key, True))
+            stack.extend((k, False) for k in definition.input_keys if k not in values)
 
 
 def resolve(graphs: Graph | Iterable[Graph]) -> ResolvedView:

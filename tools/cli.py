@@ -3,12 +3,16 @@
     tidu-compile dump --example mlp --stage fused
     tidu-compile dump model.py:loss --input x=256x512:f32 --input w=512:f32 --stage asm --node 0
     tidu-compile opt kernel.mlir -p canonicalize,tidu-fuse-elementwise --print-between-passes
+    tidu-compile opt node.mlir --emit loops
     tidu-compile passes
-    tidu-compile cache info | clear
+    tidu-compile cache info
+    tidu-compile cache clear
     tidu-compile bench --quick --workload W1,W3 --json out.json
 
-User mistakes (missing file, bad shape spec, unknown stage or pass, malformed IR) print
-one line on stderr and exit with status 2; no traceback.
+``dump``, ``opt --emit`` and ``passes`` read the executor's stage table
+(``compiler.stages``): they show the IR and the passes the executor compiles with.
+User mistakes (missing file, bad shape spec, unknown stage, pass or argument, malformed
+IR) print one line on stderr and exit with status 2; no traceback.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ import numpy as np
 __all__ = ["main"]
 
 DTYPES = {"f32": "float32", "f64": "float64", "c64": "complex64", "c128": "complex128"}
+#: Dtypes an ``--input`` may also have: labels, which need no gradient.
+LABEL_DTYPES = {"i32": "int32", "i64": "int64"}
+#: Integer inputs hold random integers in [0, LABEL_BOUND).
+LABEL_BOUND = 10
 
 
 class CliError(Exception):
@@ -41,9 +49,10 @@ def parse_input_spec(spec: str) -> tuple[str, tuple[int, ...], str]:
     shape_text, sep2, dtype_text = rest.partition(":")
     if not sep or not name.isidentifier():
         raise CliError(f"--input {spec!r}: expected NAME=SHAPE:DTYPE, e.g. x=256x512:f32")
-    dtype = DTYPES.get(dtype_text or "f64")
+    dtypes = DTYPES | LABEL_DTYPES
+    dtype = dtypes.get(dtype_text or "f64")
     if dtype is None:
-        raise CliError(f"--input {spec!r}: unknown dtype {dtype_text!r} (use {', '.join(DTYPES)})")
+        raise CliError(f"--input {spec!r}: unknown dtype {dtype_text!r} (use {', '.join(dtypes)})")
     try:
         shape = tuple(int(d) for d in shape_text.split("x")) if shape_text else ()
     except ValueError:
@@ -77,16 +86,48 @@ def load_target(target: str) -> Callable[..., Any]:
     return function
 
 
+def _random_input(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    if dtype in LABEL_DTYPES.values():
+        return rng.integers(0, LABEL_BOUND, size=shape).astype(dtype)
+    data = rng.normal(size=shape)
+    if dtype.startswith("complex"):
+        data = data + 1j * rng.normal(size=shape)
+    return data.astype(dtype)
+
+
+def _target_inputs(
+    function: Callable[..., Any], target: str, input_specs: Sequence[str], rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Random arrays for the function's parameters, from the ``--input`` specs."""
+    specs: dict[str, tuple[tuple[int, ...], str]] = {}
+    for name, shape, dtype in map(parse_input_spec, input_specs):
+        if name in specs:
+            raise CliError(f"--input {name}: given twice")
+        specs[name] = (shape, dtype)
+    parameters = list(inspect.signature(function).parameters)
+    takes = f"{target} takes ({', '.join(parameters)})"
+    unknown = [n for n in specs if n not in parameters]
+    if unknown:
+        raise CliError(f"--input {unknown[0]}: unknown argument {unknown[0]!r}; {takes}")
+    missing = [p for p in parameters if p not in specs]
+    if missing:
+        raise CliError(f"--input: missing {', '.join(missing)}; {takes}")
+    return [_random_input(rng, *specs[p]) for p in parameters]
+
+
 def _record(args: argparse.Namespace) -> Any:
     import tidu_compile as tc
+    from tidu_compile.ops import DIFFERENTIABLE_DTYPES
 
     rng = np.random.default_rng(args.seed)
     if args.example:
         from tidu_compile.tools.examples import EXAMPLES
 
-        if args.example not in EXAMPLES:
-            choices = ", ".join(EXAMPLES)
-            raise CliError(f"--example {args.example!r}: unknown (choose from {choices})")
+        if args.target:
+            raise CliError("give a TARGET (file.py:function) or --example NAME, not both")
+        if args.input:
+            raise CliError("--input is not valid with --example (an example makes its own "
+                           "inputs; --dtype picks their dtype)")  # fmt: skip
         example = EXAMPLES[args.example]
         arrays = example.make_inputs(rng, np.dtype(DTYPES[args.dtype]).type)
         function: Callable[..., Any] = example.function
@@ -94,23 +135,9 @@ def _record(args: argparse.Namespace) -> Any:
         if not args.target:
             raise CliError("dump: give a TARGET (file.py:function) or --example NAME")
         function = load_target(args.target)
-        specs = {name: (shape, dtype) for name, shape, dtype in map(parse_input_spec, args.input)}
-        parameters = list(inspect.signature(function).parameters)
-        missing = [p for p in parameters if p not in specs]
-        unknown = [n for n in specs if n not in parameters]
-        if missing or unknown:
-            raise CliError(
-                f"--input: the function takes ({', '.join(parameters)}); "
-                + (f"missing {', '.join(missing)}" if missing else f"unknown {', '.join(unknown)}")
-            )
-        arrays = []
-        for p in parameters:
-            shape, dtype = specs[p]
-            data = rng.normal(size=shape)
-            if dtype.startswith("complex"):
-                data = data + 1j * rng.normal(size=shape)
-            arrays.append(data.astype(dtype))
-    inputs = [tc.tensor(a, requires_grad=True) for a in arrays]
+        arrays = _target_inputs(function, args.target, args.input, rng)
+    inputs = [tc.tensor(a, requires_grad=a.dtype.name in DIFFERENTIABLE_DTYPES)
+              for a in arrays]  # fmt: skip
     try:
         loss = function(*inputs)
     except Exception as error:  # noqa: BLE001 - the user's function failed
@@ -121,11 +148,16 @@ def _record(args: argparse.Namespace) -> Any:
 
 
 def command_dump(args: argparse.Namespace) -> None:
-    from tidu_compile.compiler.inspect import GRAPH_STAGES, backward_nodes, stage_text
+    from tidu_compile.tools.dump import backward_nodes, stage_text
+
+    from tidu_compile.compiler.stages import GRAPH_STAGES
 
     if args.format == "dot" and args.stage not in GRAPH_STAGES:
         raise CliError(f"--format dot draws only the graph stages ({', '.join(GRAPH_STAGES)})")
-    nodes = backward_nodes(_record(args))
+    loss = _record(args)
+    if not loss.requires_grad:
+        raise CliError("the function's result does not depend on any float input")
+    nodes = backward_nodes(loss)
     if args.node is not None:
         if not 0 <= args.node < len(nodes):
             raise CliError(f"--node {args.node}: the backward pass has nodes 0..{len(nodes) - 1}")
@@ -141,9 +173,12 @@ def command_dump(args: argparse.Namespace) -> None:
 def command_opt(args: argparse.Namespace) -> None:
     from xdsl.parser import Parser
 
-    from tidu_compile.compiler.pipeline import run_passes, tidu_context
+    from tidu_compile.compiler.pipeline import lower_through
     from tidu_compile.compiler.ssa_order import check_ssa_order
+    from tidu_compile.compiler.stages import run_passes, tidu_context
 
+    if args.passes and args.emit:
+        raise CliError("-p and --emit exclude each other (--emit runs the executor's passes)")
     path = Path(args.file)
     if not path.is_file():
         raise CliError(f"{args.file}: no such file")
@@ -155,31 +190,37 @@ def command_opt(args: argparse.Namespace) -> None:
     except Exception as error:  # noqa: BLE001 - malformed IR is a user mistake
         raise CliError(f"{args.file}: {_first_line(error)}") from None
 
-    def show(previous: Any, module: Any, following: Any) -> None:
-        print(f"// -----// IR Dump After {previous.name} //----- //")
+    def show(ir_pass: Any, module: Any) -> None:
+        print(f"// -----// IR Dump After {ir_pass.name} //----- //")
         print(module)
 
-    if args.passes:
-        try:
-            run_passes(module, args.passes, context, show if args.print_between_passes else None)
-        except Exception as error:  # noqa: BLE001 - unknown pass or a pass rejected the IR
-            raise CliError(f"-p {args.passes}: {_first_line(error)}") from None
+    after_pass = show if args.print_between_passes else None
+    try:
+        if args.emit:
+            print(lower_through(module, args.start, args.emit, after_pass))
+            return
+        if args.passes:
+            run_passes(module, args.passes, context, after_pass)
+    except Exception as error:  # noqa: BLE001 - unknown pass or a pass rejected the IR
+        what = f"-p {args.passes}" if args.passes else f"--emit {args.emit}"
+        raise CliError(f"{what}: {_first_line(error)}") from None
     print(module)
 
 
 def command_passes(args: argparse.Namespace) -> None:
     from tidu_compile.passes import get_all_passes
 
-    from tidu_compile.backend.lower_to_llvm import LOWERING_PIPELINE
-    from tidu_compile.compiler.pipeline import FUSION_PIPELINE
+    from tidu_compile.compiler.stages import PIPELINE
 
-    for name, load in sorted(get_all_passes().items()):
-        doc = (inspect.getdoc(load()) or inspect.getdoc(sys.modules[load().__module__]) or "")
-        print(f"{name:28} {doc.splitlines()[0] if doc else ''}")
+    print("The executor's pipeline (dump --stage NAME prints a stage's IR; opt --emit NAME")
+    print("runs the passes up to it):")
+    for stage in PIPELINE:
+        print(f"  {stage.name:11} {stage.how()}")
     print()
-    print("tidu -> fused:  " + ",".join(FUSION_PIPELINE))
-    print("fused -> loops: tidu-lower-to-loops")
-    print("loops -> llvm:  " + ",".join(LOWERING_PIPELINE))
+    print("Passes of this package (the others are xDSL's):")
+    for name, load in sorted(get_all_passes().items()):
+        doc = inspect.getdoc(load()) or inspect.getdoc(sys.modules[load().__module__]) or ""
+        print(f"  {name:26} {doc.splitlines()[0] if doc else ''}")
 
 
 def command_cache(args: argparse.Namespace) -> None:
@@ -206,29 +247,43 @@ def _first_line(error: BaseException) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tidu_compile.compiler.pipeline import STAGES
+    from tidu_compile.tools.examples import EXAMPLES
+
+    from tidu_compile.compiler.stages import PIPELINE, STAGE_NAMES
 
     parser = argparse.ArgumentParser(prog="tidu-compile", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
+    examples = "; ".join(f"{e.name}: {e.description.replace('``', '').rstrip('.')}"
+                         for e in EXAMPLES.values())  # fmt: skip
     dump = sub.add_parser("dump", help="dump the IR of every backward node at one stage")
     dump.add_argument("target", nargs="?", help="path/to/file.py:function")
-    dump.add_argument("--example", help="a built-in example instead of a target")
-    dump.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE:DTYPE")
-    dump.add_argument("--stage", required=True, choices=STAGES)
+    dump.add_argument("--example", choices=tuple(EXAMPLES),
+                      help=f"a built-in example instead of a target ({examples})")
+    dump.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE:DTYPE",
+                      help="one per argument of the target, e.g. x=256x512:f32; dtypes "
+                      f"{', '.join(DTYPES)}, and {', '.join(LABEL_DTYPES)} for labels "
+                      f"(random integers in [0, {LABEL_BOUND}), no gradient)")
+    dump.add_argument("--stage", required=True, choices=STAGE_NAMES)
     dump.add_argument("--node", type=int, help="only this node (backward order)")
     dump.add_argument("--format", choices=("text", "dot"), default="text")
     dump.add_argument("--dtype", choices=tuple(DTYPES), default="f64", help="for --example")
     dump.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
     dump.set_defaults(run=command_dump)
 
+    ir_stages = [s.name for s in PIPELINE if s.kind != "graph"]
+    mlir_stages = [s.name for s in PIPELINE if s.kind == "mlir"]
     opt = sub.add_parser("opt", help="parse IR text, run passes, print")
     opt.add_argument("file")
     opt.add_argument("-p", "--passes", default="", help="comma-separated pass pipeline")
+    opt.add_argument("--emit", choices=ir_stages,
+                     help="run the executor's passes from --from up to this stage")
+    opt.add_argument("--from", dest="start", choices=mlir_stages, default="tidu",
+                     help="the stage of the input IR, for --emit (default: tidu)")
     opt.add_argument("--print-between-passes", action="store_true")
     opt.set_defaults(run=command_opt)
 
-    passes = sub.add_parser("passes", help="list the passes with one-line descriptions")
+    passes = sub.add_parser("passes", help="the executor's stages and passes; every pass")
     passes.set_defaults(run=command_passes)
 
     cache = sub.add_parser("cache", help="inspect or clear the on-disk kernel cache")

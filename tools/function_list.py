@@ -19,6 +19,8 @@ END = "<!-- functions: end -->"
 #: Frontend module -> the heading of its line.
 GROUPS = {
     "elementwise": "elementwise",
+    "composites": "elementwise",
+    "activations": "machine learning",
     "reductions": "reductions",
     "shapes": "shapes",
     "linalg": "contractions",

@@ -20,6 +20,9 @@ def loss(x, w):
 
 def not_scalar(x, w):
     return x @ w
+
+def labeled(x, labels):
+    return tc.sum(tc.where(labels > 4, x * x, -x))
 """
 
 KERNEL_IR = """
@@ -106,18 +109,45 @@ def test_dump_examples_in_f32() -> None:
         (["dump", "{target}:loss", "--input", "x=4xq:f32", "--stage", "tidu"], "bad shape"),
         (["dump", "{target}:loss", "--input", "x=4:f16", "--stage", "tidu"], "unknown dtype"),
         (["dump", "{target}:loss", "--input", "x=4x3:f32", "--stage", "tidu"], "missing w"),
+        (["dump", "{target}:loss", "--input", "x=4x3:f32", "--input", "y=8:f64", "--stage",
+          "tidu"], "--input y: unknown argument 'y'; {target}:loss takes (x, w)"),
+        (["dump", "{target}:loss", "--input", "x=4x3", "--input", "x=4x3", "--stage", "tidu"],
+         "--input x: given twice"),
+        (["dump", "--example", "mlp", "--input", "x=axb:f99", "--stage", "tidu"],
+         "--input is not valid with --example"),
+        (["dump", "{target}:loss", "--example", "mlp", "--stage", "tidu"], "not both"),
         (["dump", "{target}:loss", "--input", "x=4x3:f32", "--input", "w=4x2:f32",
           "--stage", "tidu"], "contracted dimensions differ"),
         (["dump", "{target}:not_scalar", "--input", "x=4x3:f32", "--input", "w=3x2:f32",
           "--stage", "tidu"], "scalar (0-d) Tensor"),
-        (["dump", "--example", "nope", "--stage", "tidu"], "unknown (choose from"),
+        (["dump", "--example", "nope", "--stage", "tidu"], "invalid choice: 'nope'"),
         (["dump", "--example", "mlp", "--stage", "tidu", "--node", "99"], "--node 99"),
         (["dump", "--example", "mlp", "--stage", "loops", "--format", "dot"], "graph stages"),
         (["dump", "--stage", "tidu"], "give a TARGET"),
     ],
 )
 def test_dump_user_errors(target: Path, args: list[str], message: str) -> None:
-    assert_user_error(run(*(a.format(target=target) for a in args)), message)
+    assert_user_error(run(*(a.format(target=target) for a in args)), message.format(target=target))
+
+
+def test_dump_help_lists_the_examples() -> None:
+    from tidu_compile.tools.examples import EXAMPLES
+
+    result = run("dump", "--help")
+    assert result.returncode == 0
+    for name in EXAMPLES:
+        assert f"{name}: " in result.stdout
+
+
+def test_dump_takes_integer_labels(target: Path) -> None:
+    result = run("dump", f"{target}:labeled", "--input", "x=6:f64", "--input", "labels=6:i64",
+                 "--stage", "fused")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "tensor<6xi1>" in result.stdout  # the saved mask labels > 4
+    assert "needed inputs [False, True, True]" in result.stdout  # no cotangent for the mask
+    i32 = run("dump", f"{target}:labeled", "--input", "x=6:f32", "--input", "labels=6:i32",
+              "--stage", "graph")  # fmt: skip
+    assert i32.returncode == 0, i32.stderr
 
 
 def test_dump_unknown_stage_is_rejected_by_argparse() -> None:
@@ -185,9 +215,62 @@ def test_a_scale_cycle_across_blocks_ends(tmp_path: Path) -> None:
 def test_passes_lists_every_pass_with_a_description() -> None:
     result = run("passes")
     assert result.returncode == 0, result.stderr
+    lines = [line.strip() for line in result.stdout.splitlines()]
     for name in ("tidu-fuse-elementwise", "tidu-lower-to-loops", "convert-arith-to-llvm"):
-        line = next(text for text in result.stdout.splitlines() if text.startswith(name))
+        line = next(text for text in lines if text.startswith(name))
         assert len(line.split(maxsplit=1)) == 2
+
+
+def test_passes_prints_the_pass_specs_the_executor_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    import tidu_compile as tc
+    from tidu_compile.compiler import stages
+
+    specs: list[str] = []
+    parse = stages.parse_passes
+    monkeypatch.setattr(stages, "parse_passes", lambda spec: specs.append(spec) or parse(spec))
+    x = tc.tensor(np.linspace(0.5, 1.5, 7), requires_grad=True)
+    tc.grad(tc.sum(tc.exp(x) * x), [x], executor=tc.CompiledExecutor(cache_dir=False))
+    assert len(set(specs)) == 3  # fused, loops, llvm (per node)
+    listing = run("passes").stdout
+    for spec in specs:
+        assert f"-p {spec}" in listing
+    assert "tidu-lower-to-loops{chunked=true},expand-math-polynomials{only_in_loops=true}" in specs
+
+
+def test_opt_emit_runs_the_executors_passes_up_to_a_stage(tmp_path: Path) -> None:
+    node = run("dump", "--example", "chain", "--stage", "tidu", "--node", "1")
+    assert node.returncode == 0, node.stderr
+    path = tmp_path / "node.mlir"
+    path.write_text(node.stdout)
+    for stage in ("fused", "loops", "llvm"):
+        dumped = run("dump", "--example", "chain", "--stage", stage, "--node", "1").stdout
+        emitted = run("opt", str(path), "--emit", stage)
+        assert emitted.returncode == 0, emitted.stderr
+        assert emitted.stdout.strip() == dumped.split("\n", 1)[1].strip()
+    asm = run("opt", str(path), "--emit", "asm")
+    assert asm.returncode == 0 and ".globl" in asm.stdout
+    between = run("opt", str(path), "--emit", "llvm", "--print-between-passes").stdout
+    from tidu_compile.compiler.stages import stages_between
+
+    names = [spec.split("{")[0] for s in stages_between("tidu", "llvm") for spec in s.passes]
+    dumped_after = [part.split(" ", 1)[0] for part in between.split("IR Dump After ")[1:]]
+    assert dumped_after == names
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--emit", "loops", "-p", "cse"], "exclude each other"),
+        (["--from", "loops", "--emit", "tidu"], "comes before"),
+        (["--emit", "bogus"], "invalid choice: 'bogus'"),
+    ],
+)
+def test_opt_emit_user_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    path = tmp_path / "node.mlir"
+    path.write_text(KERNEL_IR)
+    assert_user_error(run("opt", str(path), *args), message)
 
 
 def test_cache_info_and_clear(tmp_path: Path) -> None:

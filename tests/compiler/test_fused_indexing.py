@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from tidu_compile.tools.dump import backward_nodes, stage_text
 
 import tidu_compile as tc
-from tidu_compile.compiler.inspect import backward_nodes, stage_text
 
 
 def _only_node(loss: tc.Tensor):  # type: ignore[no-untyped-def]

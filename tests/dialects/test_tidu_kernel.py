@@ -68,7 +68,7 @@ def test_kernel_examples_verify_and_round_trip(ir, name: str) -> None:
 def test_kernel_accessors(ir) -> None:
     module = ir.parse(ir.wrap(EXAMPLES["broadcast_and_column_sum"]))
     kernel = next(op for op in module.walk() if isinstance(op, tidu.KernelOp))
-    assert kernel.domain == (4, 8)
+    assert kernel.domain.get_values() == (4, 8)
     assert kernel.operand_map(1) == (-1, 1)
     assert kernel.result_map(1) == (1, 0)
     assert kernel.reduced_dims(0) == (0,)
@@ -83,7 +83,7 @@ def test_kernel_builder() -> None:
     kernel = tidu.KernelOp(
         [x, z],
         [TensorType(ComplexType(f64), [8]), TensorType(i1, [4, 8])],
-        iteration_shape=[4, 8],
+        domain=[4, 8],
         operand_maps=[[0, 1], [1]],
         result_maps=[[1], [0, 1]],
     )
@@ -128,7 +128,7 @@ KERNEL_FAILURES = [
   ^bb0(%a0: f64):
     tidu.yield %a0 : f64
   } : tensor<8xf64>""",
-        "tidu.kernel has the iteration_shape [-8], but sizes must not be negative.",
+        "tidu.kernel has the domain [-8], but sizes must not be negative.",
     ),
     (
         """  %r = tidu.kernel ins(%a : f64) domain [] maps [[]] -> [[]] {
@@ -229,7 +229,7 @@ KERNEL_FAILURES = [
   ^bb0(%a0: f64):
     tidu.yield %a0 : f64
   } : tensor<8x8xf64>""",
-        "tidu.kernel result 0 has the map [0, 0], which uses an iteration dimension twice.",
+        "tidu.kernel result 0 has the map [0, 0], which uses iteration dimension 0 twice.",
     ),
     (
         """  %r = tidu.kernel ins(%x : tensor<4x8xf64>) domain [4, 8] maps [[0, 1]] -> [[1]] {

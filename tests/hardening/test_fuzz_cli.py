@@ -183,8 +183,8 @@ def test_opt_on_a_directory_and_dump_input_specs(tmp_path: Path) -> None:
     model = tmp_path / "model.py"
     model.write_text("import tidu_compile as tc\ndef f(x):\n    return tc.sum(tc.sin(x))\n")
     for spec, message in [("x=3x:f64", "bad shape"), ("x=-1:f64", "negative"),
-                          ("x=3:i32", "unknown dtype"), ("3=3:f64", "NAME=SHAPE"),
-                          ("y=3:f64", "missing x")]:  # fmt: skip
+                          ("x=3:i8", "unknown dtype"), ("3=3:f64", "NAME=SHAPE"),
+                          ("y=3:f64", "unknown argument 'y'")]:  # fmt: skip
         status, _, err = run_cli(["dump", f"{model}:f", "--input", spec, "--stage", "graph"])
         assert status == 2 and message in err, (spec, err)
     status, out, err = run_cli(["dump", f"{model}:f", "--input", "x=0:f64", "--stage", "asm"])

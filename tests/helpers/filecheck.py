@@ -1,58 +1,49 @@
-"""FileCheck for IR tests: the ``// RUN:`` lines of an ``.mlir`` file, and the check.
+"""FileCheck IR tests in xDSL's stock form, run exactly as written.
 
-A RUN line is ``// RUN: <pipeline> [flags]`` with the pipeline in ``xdsl-opt -p``
-syntax. Flags:
+Every ``.mlir`` test file starts with its RUN lines, as in xDSL's own tests::
 
-* ``--check-prefix=NAME``: check ``NAME:`` lines instead of ``CHECK:``;
-* ``--split-input-file``: run each ``// -----``-separated chunk on its own (the
-  outputs are joined by ``// -----``);
-* ``--verify-errors``: an exception in a chunk prints ``error: <message>`` as that
-  chunk's output instead of failing, so the CHECK lines can match the error text.
+    // RUN: xdsl-opt -p tidu-fuse-elementwise %s | filecheck %s
+    // RUN: xdsl-opt -p "tidu-lower-to-loops{chunked=true}" %s | filecheck %s --check-prefix=C
+
+``run`` executes one through bash (``pipefail`` set, as lit does), ``%s`` being the
+file, with this interpreter's ``bin`` directory first on ``PATH``: the stock ``xdsl-opt``
+finds our dialect and passes through the ``xdsl.universe`` entry point, so the same
+line typed in a shell (with the venv active) runs the same test.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-FILECHECK = Path(sys.executable).parent / "filecheck"
-SPLIT = "// -----"
+import pytest
+
+BIN = Path(sys.executable).parent
 
 
-@dataclass(frozen=True)
-class RunLine:
-    """One ``// RUN:`` line."""
-
-    pipeline: str
-    prefix: str = "CHECK"
-    split: bool = False
-    errors: bool = False
+def run_lines(path: Path) -> list[str]:
+    """The commands of the ``// RUN:`` lines of ``path``, in order."""
+    prefix = "// RUN:"
+    return [line.removeprefix(prefix).strip() for line in path.read_text().splitlines()
+            if line.startswith(prefix)]  # fmt: skip
 
 
-def run_lines(path: Path) -> list[RunLine]:
-    """The RUN lines of ``path``, in order."""
-    runs = []
-    for line in path.read_text().splitlines():
-        if line.startswith("// RUN:"):
-            pipeline, *flags = shlex.split(line.removeprefix("// RUN:"))
-            prefix = next(
-                (f.split("=", 1)[1] for f in flags if f.startswith("--check-prefix=")), "CHECK"
-            )
-            runs.append(RunLine(pipeline, prefix, "--split-input-file" in flags,
-                                "--verify-errors" in flags))  # fmt: skip
-    return runs
+def run(path: Path, command: str) -> None:
+    """Run one RUN line on ``path``; fail with its output when it does not pass."""
+    script = command.replace("%s", shlex.quote(str(path)))
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True,
+                          text=True, env=env, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, f"RUN: {command}\n{done.stderr}{done.stdout}"
 
 
-def check_output(path: Path, output: str, prefix: str) -> None:
-    """Assert that ``output`` passes the ``prefix`` checks of ``path``."""
-    result = subprocess.run(
-        [str(FILECHECK), str(path), f"--check-prefix={prefix}"],
-        input=output,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, f"{result.stderr}\n--- output ---\n{output}"
+def cases(directory: Path) -> list[object]:
+    """One pytest param per RUN line of every ``.mlir`` file in ``directory``."""
+    return [
+        pytest.param(path, command, id=f"{path.stem}[{index}]")
+        for path in sorted(directory.glob("*.mlir"))
+        for index, command in enumerate(run_lines(path))
+    ]

@@ -7,10 +7,10 @@ import re
 import numpy as np
 import pytest
 from mathpoly_support import DTYPES, OPS, lowered_kernel, optimized_ir
+from tidu_compile.tools.dump import backward_nodes, stage_text
 
 import tidu_compile as tc
 from tidu_compile.backend.jit import compile_module
-from tidu_compile.compiler.inspect import backward_nodes, stage_text
 from tidu_compile.executors.compiled import CompiledExecutor
 
 CASES = [(op, dtype) for dtype in DTYPES for op in OPS]

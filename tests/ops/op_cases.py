@@ -124,9 +124,36 @@ def table_elementwise() -> list[type[TensorOp]]:
     ]  # fmt: skip
 
 
-#: Input generators for table ops whose domain is not enough (``maximum`` needs no ties).
+def _fractional_quotients(shape: tuple[int, ...], dtype: str):
+    """``(x, y)`` with ``x / y`` an integer plus [0.2, 0.8]: away from the jumps of mod."""
+
+    def generate(rng: np.random.Generator) -> list[np.ndarray]:
+        y = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+        quotient = rng.integers(-3, 4, shape) + rng.uniform(0.2, 0.8, shape)
+        return [(quotient * y).astype(dtype), y.astype(dtype)]
+
+    return generate
+
+
+def _both_signs(shape: tuple[int, ...], dtype: str):
+    """Magnitudes in [0.5, 2], alternately positive and negative (a scalar is positive):
+    both sides of a kink at 0, and never an all-zero gradient."""
+
+    def generate(rng: np.random.Generator) -> list[np.ndarray]:
+        signs = np.where(np.arange(int(np.prod(shape))) % 2 == 0, 1.0, -1.0).reshape(shape)
+        return [(rng.uniform(0.5, 2.0, shape) * signs).astype(dtype)]
+
+    return generate
+
+
+#: Input generators for table ops whose domain is not enough (min/max need no ties).
 SPECIAL_INPUTS: dict[type[TensorOp], Callable[..., Callable[[np.random.Generator], list]]] = {
     ops.Maximum: _no_ties,
+    ops.Minimum: _no_ties,
+    ops.Fmax: _no_ties,
+    ops.Fmin: _no_ties,
+    ops.Mod: _fractional_quotients,
+    ops.Relu: _both_signs,
 }
 
 

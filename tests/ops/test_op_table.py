@@ -35,6 +35,8 @@ def test_every_primitive_has_its_dialect_op(primitive: type[ops.TensorOp]) -> No
 #: purpose: the test below fails for any other complex-capable op without a row.
 COMPLEX_LIBRARY_CALLS = {
     "log", "sin", "cos", "tanh", "sqrt", "sincos", "pow", "log1p", "expm1",
+    "log2", "log10", "exp2", "tan", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
+    "arctanh", "power",
 }  # fmt: skip
 
 
@@ -70,8 +72,9 @@ def test_numpy_names_are_frontend_functions(name: str, primitive: type[ops.Tenso
     function = getattr(tc, name)
     assert name in tc.__all__
     args = [tc.tensor(np.full(3, 1.5))] * primitive.input_count
-    result = function(*args)
-    expected = primitive().evaluate(*(np.full(3, 1.5),) * primitive.input_count)[0]
+    with np.errstate(invalid="ignore"):  # arcsin(1.5) is NaN
+        result = function(*args)
+        expected = primitive().evaluate(*(np.full(3, 1.5),) * primitive.input_count)[0]
     np.testing.assert_allclose(result.numpy(), expected)
 
 

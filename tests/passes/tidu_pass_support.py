@@ -17,11 +17,10 @@ from typing import Any
 
 import numpy as np
 from tidu_compile.dialects import tidu
-from tidu_compile.dialects.tidu import Tidu
 from tidu_compile.passes import get_all_passes
 from tidu_compile.passes.tidu_lower_to_loops import extract_kernel_module
 from xdsl.context import Context
-from xdsl.dialects import bufferization, func, get_all_dialects, memref
+from xdsl.dialects import bufferization, func, memref
 from xdsl.dialects.builtin import (
     ComplexType,
     Float32Type,
@@ -37,14 +36,11 @@ from xdsl.transforms import get_all_passes as get_xdsl_passes
 
 from tidu_compile.backend.jit import compile_module, load
 from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
+from tidu_compile.compiler.stages import tidu_context
 
 
 def make_context() -> Context:
-    ctx = Context(allow_unregistered=False)
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    ctx.load_dialect(Tidu)
-    return ctx
+    return tidu_context()
 
 
 def parse_module(ctx: Context, text: str, name: str = "<text>") -> ModuleOp:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import llvmlite.binding as llvm
 
@@ -27,26 +27,27 @@ from .elf import read_elf_symbols
 from .target import new_target_machine, vector_math_abi
 
 
-class UnresolvedSymbolError(LookupError):
+class _SymbolsError(Exception):
+    """An object cannot be loaded because of ``symbols``; ``problem`` says why."""
+
+    problem: ClassVar[str]
+
+    def __init__(self, symbols: Iterable[str]) -> None:
+        self.symbols = tuple(symbols)
+        listed = ", ".join(repr(s) for s in self.symbols)
+        super().__init__(f"cannot load object: {self.problem} {listed}")
+
+
+class UnresolvedSymbolError(_SymbolsError, LookupError):
     """An object needs external symbols that neither the process nor the engine has."""
 
-    def __init__(self, symbols: Iterable[str]) -> None:
-        self.symbols = tuple(symbols)
-        super().__init__(
-            "cannot load object: unresolved external symbol(s) "
-            + ", ".join(repr(s) for s in self.symbols)
-        )
+    problem = "unresolved external symbol(s)"
 
 
-class DuplicateSymbolError(ValueError):
+class DuplicateSymbolError(_SymbolsError, ValueError):
     """An object defines a symbol that an already loaded object defines."""
 
-    def __init__(self, symbols: Iterable[str]) -> None:
-        self.symbols = tuple(symbols)
-        super().__init__(
-            "cannot load object: symbol(s) already loaded in the JIT engine: "
-            + ", ".join(repr(s) for s in self.symbols)
-        )
+    problem = "symbol(s) already loaded in the JIT engine:"
 
 
 class HasObjectCode(Protocol):

@@ -1,63 +1,56 @@
-"""The compilation pipeline of one backward node, cut at named stages.
+"""Compile one backward node by walking the stage table (``compiler.stages``).
 
-=========== ==================================================== =========================
-stage       what                                                 made by
-=========== ==================================================== =========================
-graph       the recorded node                                    the tape
-linear      its JVP graph for the active output slots            ``linearize``
-transposed  the VJP graph                                        ``linear_transpose``
-tidu        one ``func.func @node`` of tidu ops on tensors       ``to_tidu``
-fused       + canonicalize, cse, dce, fusion into kernels        ``tidu-fuse-elementwise``
-loops       kernels outlined to func/scf/memref/arith/math       ``tidu-lower-to-loops``
-llvm        the kernels in the xDSL llvm dialect                 ``lower_to_llvm_dialect``
-llvm-ir     LLVM IR text                                         ``backend.jit``
-opt-ir      LLVM IR after O3                                     ``backend.jit``
-asm         host assembly                                        ``backend.jit``
-=========== ==================================================== =========================
+``compile_program`` takes the node's program through the stages ``tidu`` .. ``loops``,
+reads the node's ``Plan`` off the ``loops`` form of ``@node``, lowers the kernels to the
+``llvm`` stage and compiles them to object code; the result is an ``Artifact``, which
+is what the disk cache stores. ``bind`` loads the object code into the process's engine.
+``lower_through`` is the same walk for ``tidu-compile dump`` and ``opt``: they print the
+IR the executor compiles, stage by stage.
 
-``compile_program`` runs every stage and returns an ``Artifact``: the node's ``Plan``
-(read off the ``loops`` form of ``@node``) and the object code of its kernels, which is
-what the disk cache stores. ``bind`` loads the object code into the process's engine.
+The disk-cache key of a program (``program_digest``) is its text plus everything the
+generated code depends on: the project's version, xDSL's version, a digest of the code
+generator's own source (``compiler``, ``backend``, ``dialects``, ``passes``: an edit or an
+upgrade never loads a stale kernel) and the target (llvmlite version, triple, CPU name
+and features).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 
-from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
 
 from tidu_compile.backend.array_entry import ENTRY_SUFFIX
 from tidu_compile.compiler.cache import cache_key
 from tidu_compile.compiler.plan import BoundPlan, Plan
+from tidu_compile.compiler.plan_builder import build_plan
 from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.compiler.stages import AfterPass, Stage, run_passes, stage, stages_between
 
 __all__ = [
     "Artifact",
-    "FUSION_PIPELINE",
-    "PIPELINE_VERSION",
-    "STAGES",
+    "artifact_matches",
     "bind",
+    "code_fingerprint",
     "compile_program",
+    "environment_fingerprint",
+    "import_stage",
+    "lower",
+    "lower_through",
     "program_digest",
-    "tidu_context",
 ]
 
-#: Bump when generated code or the artifact format changes: old disk entries become misses.
-PIPELINE_VERSION = "7"
-
-STAGES = (
-    "graph", "linear", "transposed", "tidu", "fused", "loops", "llvm", "llvm-ir", "opt-ir", "asm",
-)  # fmt: skip
-
-#: Passes from the ``tidu`` stage to the ``fused`` stage, in ``-p`` spelling.
-FUSION_PIPELINE = (
-    "canonicalize", "cse", "dce", "tidu-fuse-elementwise{complex_kernels=true}", "dce",
+#: The packages whose source generates code: their text is part of every cache key.
+CODE_PACKAGES = (
+    "tidu_compile.compiler", "tidu_compile.backend", "tidu_compile.dialects",
+    "tidu_compile.passes",
 )  # fmt: skip
 
 
@@ -80,9 +73,39 @@ def environment_fingerprint() -> str:
     return host_target().key
 
 
+@functools.cache
+def code_fingerprint() -> str:
+    """The project's version, xDSL's version and a digest of the code generator's source
+    (~50 files, ~3 ms once per process)."""
+    import xdsl
+
+    import tidu_compile
+
+    source = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        for directory in importlib.import_module(package).__path__:
+            for path in sorted(Path(directory).glob("*.py")):
+                source.update(f"{package}.{path.stem}\0".encode())
+                source.update(path.read_bytes())
+    versions = f"tidu_compile-{tidu_compile.__version__}|xdsl-{installed_version(xdsl)}"
+    return f"{versions}|{source.hexdigest()}"
+
+
+def installed_version(package: ModuleType) -> str:
+    """An installed package's version, read off its ``<name>-<version>.dist-info``
+    directory beside it; else from ``importlib.metadata`` (whose import alone costs
+    ~0.1 s, which a fresh process's first backward pass would pay)."""
+    name = package.__name__
+    for info in Path(package.__path__[0]).parent.glob(f"{name}-*.dist-info"):
+        return info.name.removeprefix(f"{name}-").removesuffix(".dist-info")
+    from importlib.metadata import version
+
+    return version(name)
+
+
 def program_digest(program: NodeProgram) -> str:
     """The cache key of a program in this environment."""
-    return cache_key(PIPELINE_VERSION, environment_fingerprint(), str(program))
+    return cache_key(code_fingerprint(), environment_fingerprint(), str(program))
 
 
 def artifact_matches(artifact: object, digest: str) -> bool:
@@ -90,69 +113,11 @@ def artifact_matches(artifact: object, digest: str) -> bool:
     return isinstance(artifact, Artifact) and artifact.digest == digest
 
 
-# ------------------------------------------------------------------ contexts and passes
-
-
-def tidu_context() -> Context:
-    """A context with the tidu dialect and every standard dialect the pipeline uses."""
-    from xdsl.dialects import get_all_dialects
-
-    from tidu_compile.dialects.tidu import Tidu
-
-    context = Context(allow_unregistered=False)
-    for name, factory in get_all_dialects().items():
-        context.register_dialect(name, factory)
-    context.load_dialect(Tidu)
-    return context
-
-
-def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """xDSL's passes plus ours, by name (ours win on a clash)."""
-    from xdsl.transforms import get_all_passes as xdsl_passes
-
-    from tidu_compile.passes import get_all_passes
-
-    return {**xdsl_passes(), **get_all_passes()}
-
-
-def run_passes(
-    module: ModuleOp,
-    spec: str,
-    context: Context | None = None,
-    callback: Callable[[ModulePass | None, ModuleOp, ModulePass | None], None] | None = None,
-    verify_each: bool = True,
-) -> ModuleOp:
-    """Run a comma-separated pass pipeline in place, verifying after every pass (or,
-    with ``verify_each=False``, only the result: the compile path, whose passes the
-    tests verify one by one)."""
-    from xdsl.utils.exceptions import ArgSpecParseError
-
-    context = context or tidu_context()
-    available = available_passes()
-    try:
-        passes = PassPipeline.parse_spec(available, spec).passes
-    except ArgSpecParseError as error:  # a BaseException in xDSL 0.74: make it an error
-        raise ValueError(f"bad pass pipeline {spec!r}: {error}") from None
-
-    def verify_after(
-        previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
-    ) -> None:
-        if previous is None:
-            return  # called once before the first pass
-        if verify_each:
-            module.verify()
-        if callback is not None:
-            callback(previous, module, following)
-
-    PassPipeline(passes, verify_after).apply(context, module)
-    module.verify()
-    return module
-
-
 # ------------------------------------------------------------------ stages
 
 
-def tidu_stage(program: NodeProgram, name: str = "node") -> ModuleOp:
+def import_stage(program: NodeProgram, name: str) -> ModuleOp:
+    """The ``tidu`` stage: ``program`` as ``func.func @<name>`` of tidu ops (verified)."""
     from tidu_compile.compiler.to_tidu import import_program
 
     module = import_program(program, name)
@@ -160,31 +125,38 @@ def tidu_stage(program: NodeProgram, name: str = "node") -> ModuleOp:
     return module
 
 
-def fused_stage(module: ModuleOp, verify_each: bool = True) -> ModuleOp:
-    return run_passes(module, ",".join(FUSION_PIPELINE), verify_each=verify_each)
+def lower(
+    module: ModuleOp, to: Stage, verify_each: bool = True, after_pass: AfterPass | None = None
+) -> ModuleOp:
+    """The IR of the MLIR stage ``to`` from the IR of the stage before it (in place,
+    except ``llvm``, which starts from a copy of the kernel functions)."""
+    if to.kind != "mlir":
+        raise ValueError(f"stage {to.name!r} is not an MLIR stage")
+    if to.name == "llvm":  # its step: the kernel functions only (the plan calls them)
+        from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
+        from tidu_compile.passes.tidu_lower_to_loops import extract_kernel_module
+
+        return lower_to_llvm_dialect(
+            extract_kernel_module(module), verify_each=verify_each, after_pass=after_pass
+        )
+    return run_passes(module, to.spec, after_pass=after_pass, verify_each=verify_each)
 
 
-def loops_stage(module: ModuleOp, verify_each: bool = True) -> ModuleOp:
-    return run_passes(
-        module,
-        "tidu-lower-to-loops{chunked=true},expand-math-polynomials{only_in_loops=true}",
-        verify_each=verify_each,
-    )
+def lower_through(
+    module: ModuleOp, first: str, last: str, after_pass: AfterPass | None = None
+) -> ModuleOp | str:
+    """``module``, at the MLIR stage ``first``, taken through every stage up to ``last``
+    as the executor does (verifying after every pass); for a text stage (``llvm-ir``,
+    ``opt-ir``, ``asm``), its text."""
+    if stage(first).kind != "mlir":
+        raise ValueError(f"stage {first!r} is not an MLIR stage")
+    for step in stages_between(first, last):
+        if step.kind == "text":
+            from tidu_compile.backend.jit import dump_stage
 
-
-def llvm_stage(module: ModuleOp, verify_each: bool = True) -> ModuleOp:
-    """The kernels in the llvm dialect; ``verify_each=False`` verifies only the result."""
-    from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
-    from tidu_compile.passes.tidu_lower_to_loops import extract_kernel_module
-
-    kernels = extract_kernel_module(module)
-    return lower_to_llvm_dialect(kernels, verify_each=verify_each)  # verifies the result
-
-
-def text_stage(llvm_module: ModuleOp, stage: str) -> str:
-    from tidu_compile.backend.jit import dump_stage
-
-    return dump_stage(llvm_module, stage)  # type: ignore[arg-type]
+            return dump_stage(module, last)  # type: ignore[arg-type]
+        module = lower(module, step, after_pass=after_pass)
+    return module
 
 
 _COMPILE_LOCK = threading.Lock()  # xDSL contexts and passes are not shared across threads
@@ -193,32 +165,25 @@ _COMPILE_LOCK = threading.Lock()  # xDSL contexts and passes are not shared acro
 def compile_program(program: NodeProgram, digest: str) -> Artifact:
     """Compile ``program`` into a plan and the native code of its kernels."""
     from tidu_compile.backend.jit import compile_module
-    from tidu_compile.compiler.plan_builder import build_plan
 
     seconds: dict[str, float] = {}
-
-    def timed(stage: str, start: float) -> float:
-        now = time.perf_counter()
-        seconds[stage] = now - start
-        return now
-
     with _COMPILE_LOCK:
         start = time.perf_counter()
-        module = tidu_stage(program, f"tidu_{digest[:24]}")
-        start = timed("tidu", start)
-        module = fused_stage(module, verify_each=False)  # each stage's result is verified
-        start = timed("fused", start)
-        module = loops_stage(module, verify_each=False)
-        start = timed("loops", start)
+        module = import_stage(program, f"tidu_{digest[:24]}")
+        seconds["tidu"] = time.perf_counter() - start
+        for step in stages_between("tidu", "loops"):  # each stage's result is verified
+            start = time.perf_counter()
+            module = lower(module, step, verify_each=False)  # the tests verify each pass
+            seconds[step.name] = time.perf_counter() - start
         plan = build_plan(module, program)
+        object_code: bytes | None = None
         if plan.kernel_symbols:
-            llvm_module = llvm_stage(module, verify_each=False)  # the tests verify each pass
-            start = timed("llvm", start)
+            start = time.perf_counter()
+            llvm_module = lower(module, stage("llvm"), verify_each=False)
+            seconds["llvm"] = time.perf_counter() - start
             compiled = compile_module(llvm_module)
             seconds.update(compiled.timings)
-            object_code: bytes | None = compiled.object_code
-        else:
-            object_code = None
+            object_code = compiled.object_code
     symbols = plan.kernel_symbols + tuple(s + ENTRY_SUFFIX for s in plan.kernel_symbols)
     return Artifact(digest, plan, object_code, symbols, seconds)
 

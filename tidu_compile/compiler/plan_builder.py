@@ -30,10 +30,11 @@ from xdsl.ir import Operation, SSAValue
 
 from tidu_compile.compiler.plan import KernelStep, LibraryStep, Plan
 from tidu_compile.compiler.program import NodeProgram
-from tidu_compile.compiler.to_tidu import UnloweredOpError, op_type, primitive_of
+from tidu_compile.compiler.to_tidu import UnloweredOpError, dtype_name, op_type, primitive_of
 from tidu_compile.dialects import tidu
 from tidu_compile.ops.base import TensorType
 from tidu_compile.passes.tidu_loop_access import FILL_ATTR
+from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 
 __all__ = ["LIBRARY_BY_DESIGN", "build_plan", "node_function"]
 
@@ -55,7 +56,7 @@ LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = (
 def node_function(module: ModuleOp) -> func.FuncOp:
     """The node function: the first ``func.func`` of the module that is not a kernel."""
     for op in module.ops:
-        if isinstance(op, func.FuncOp) and "tidu.kernel" not in op.attributes:
+        if isinstance(op, func.FuncOp) and KERNEL_ATTR not in op.attributes:
             return op
     raise ValueError("stage loops: the module has no public node function")
 
@@ -64,10 +65,7 @@ def _memref_type(value: SSAValue) -> TensorType:
     t = value.type
     if not isinstance(t, MemRefType):
         raise TypeError(f"stage loops: expected a memref, got {t}")
-    for dtype, element in tidu.DTYPE_ELEMENT_TYPES.items():
-        if element == t.element_type:
-            return TensorType(tuple(t.get_shape()), dtype)
-    raise TypeError(f"stage loops: memref element type {t.element_type} has no numpy dtype")
+    return TensorType(tuple(t.get_shape()), dtype_name(t.element_type))
 
 
 def _int_attribute(op: Operation, name: str) -> int:
@@ -90,7 +88,7 @@ def _kernel_sizes(module: ModuleOp) -> dict[str, int]:
     return {
         op.sym_name.data: _operations(op)
         for op in module.ops
-        if isinstance(op, func.FuncOp) and "tidu.kernel" in op.attributes
+        if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
     }
 
 

@@ -23,18 +23,20 @@ programs whatever the tape's keys were: the program is the compiler's cache iden
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tidu_compile.ad import LinearizedGraph, linear_transpose
 from tidu_compile.eager import RecordedGraph
-from tidu_compile.graph import Derived, Local, ProducedDef, ValueKey, resolve
+from tidu_compile.graph import Local, ProducedDef, ValueKey, resolve
 from tidu_compile.ops.base import TensorType
 
 __all__ = [
     "ArgSource", "Instr", "MissingSavedValue", "NodeProgram", "UnsupportedNode", "build_program",
-    "infer_output_types", "prune_results",
+    "compilable",
+    "graph_program", "infer_output_types", "needed_mask", "node_program", "prune_results",
+    "saved_value_order",
 ]
 
 
@@ -175,25 +177,13 @@ def build_program(
         instrs.append(Instr(op, tuple(inputs), tuple(outputs)))
         return outputs
 
+    def not_saved(key: ValueKey) -> MissingSavedValue:
+        return MissingSavedValue(
+            f"saved data: the backward program needs {key!r}, which was not saved"
+        )
+
     def materialize(key: ValueKey) -> int:
-        stack: list[tuple[ValueKey, bool]] = [(key, False)]
-        while stack:
-            current, ready = stack.pop()
-            if current in by_key:
-                continue
-            definition = view.resolve_value(current)
-            if not isinstance(definition, ProducedDef):
-                raise MissingSavedValue(
-                    f"saved data: the backward program needs {current!r}, which was not saved"
-                )
-            if ready:
-                outputs = emit(definition.operation, [by_key[k] for k in definition.input_keys])
-                op_key = current.operation  # type: ignore[union-attr]  # ProducedDef => Derived
-                for slot, value_id in enumerate(outputs):
-                    by_key.setdefault(Derived(op_key, slot), value_id)
-                continue
-            stack.append((current, True))
-            stack.extend((k, False) for k in definition.input_keys if k not in by_key)
+        view.compute([key], by_key, lambda d, ids: emit(d.operation, ids), not_saved)
         return by_key[key]
 
     for node in graph.operations:
@@ -206,6 +196,37 @@ def build_program(
 
     results = tuple(None if r is None else by_local[r] for r in transposed.tangent_outputs)
     return NodeProgram(tuple(sources), tuple(types), tuple(instrs), results)
+
+
+def graph_program(recorded: RecordedGraph, input_types: Sequence[TensorType]) -> NodeProgram:
+    """The program evaluating ``recorded`` itself: arguments are its inputs (``saved``
+    0, 1, ...), results its outputs. What forward mode and higher order run natively
+    (``CompiledExecutor.run_graph``)::
+
+        program(saved0: 8:float64, saved1: 8:float64) {
+          v2 = Exp()(v0)
+          v3 = Mul()(v2, v1)
+          return (v3,)
+        }
+    """
+    graph = recorded.graph
+    if len(input_types) != len(graph.inputs):
+        raise ValueError(f"input_types: expected {len(graph.inputs)}, got {len(input_types)}")
+    types = list(input_types)
+    by_local = {local_id: index for index, local_id in enumerate(graph.inputs)}
+    instrs: list[Instr] = []
+    for node in graph.operations:
+        if not all(isinstance(ref, Local) for ref in node.inputs):
+            raise UnsupportedNode(f"{recorded!r} reads values of another graph")
+        inputs = [by_local[ref.id] for ref in node.inputs]  # type: ignore[union-attr]
+        out_types = _infer(node.operation, [types[i] for i in inputs])
+        outputs = list(range(len(types), len(types) + len(out_types)))
+        types.extend(out_types)
+        by_local.update(zip(node.outputs, outputs, strict=True))
+        instrs.append(Instr(node.operation, tuple(inputs), tuple(outputs)))
+    sources = tuple(ArgSource("saved", i) for i in range(len(graph.inputs)))
+    results = tuple(by_local[o] for o in graph.outputs)
+    return compilable(NodeProgram(sources, tuple(types), tuple(instrs), results))
 
 
 def prune_results(program: NodeProgram, needed: Sequence[bool]) -> NodeProgram:
@@ -251,6 +272,60 @@ def prune_results(program: NodeProgram, needed: Sequence[bool]) -> NodeProgram:
         ),
         tuple(None if r is None else renumber[r] for r in results),
     )
+
+
+def saved_value_order(
+    recorded: RecordedGraph, saved_keys: Iterable[ValueKey]
+) -> tuple[ValueKey, ...]:
+    """How a node's saved values are numbered (``ArgSource.index``): the recorded graph's
+    input keys, its output keys, then the other saved keys (retained intermediates) in
+    the tape's order."""
+    known = recorded.structure[0] + recorded.structure[1]
+    present = set(known)
+    return known + tuple(k for k in saved_keys if k not in present)
+
+
+def needed_mask(linear: LinearizedGraph, needed: Sequence[bool]) -> tuple[bool, ...] | None:
+    """``backward``'s needed-inputs flags as ``node_program`` takes them: None when every
+    input is needed; ``ValueError`` unless there is one flag per tangent input."""
+    flags = tuple(bool(n) for n in needed)
+    if len(flags) != len(linear.tangent_inputs):
+        raise ValueError(f"needed: expected {len(linear.tangent_inputs)} flags, got {len(flags)}")
+    return None if all(flags) else flags
+
+
+def node_program(
+    recorded: RecordedGraph,
+    linear: LinearizedGraph,
+    seed_types: Sequence[TensorType],
+    saved_order: Sequence[ValueKey],
+    saved_types: Sequence[TensorType | None],
+    needed: Sequence[bool] | None = None,
+    transposed: LinearizedGraph | None = None,
+) -> NodeProgram:
+    """THE program the compiled executor runs for one tape node (``tidu-compile dump``
+    shows this one too): ``build_program`` reading every saved value present (retained
+    values are read, not recomputed), pruned to the ``needed`` cotangents.
+
+    ``seed_types``: one per present tangent output of ``linear``; ``saved_types``: one per
+    key of ``saved_order`` (``saved_value_order``), None for a value the tape lacks;
+    ``needed``: the tape's needed-inputs mask (None: every input). Raises
+    ``UnsupportedNode`` when the program has a zero-size value (numpy runs such a node:
+    there is no work), and what ``build_program`` raises.
+    """
+    saved = {k: t for k, t in zip(saved_order, saved_types, strict=True) if t is not None}
+    program = build_program(recorded, linear, seed_types, saved, transposed, saved_order)
+    if needed is not None:
+        program = prune_results(program, needed)
+    return compilable(program)
+
+
+def compilable(program: NodeProgram) -> NodeProgram:
+    """``program``, or ``UnsupportedNode`` when it has a zero-size value: xDSL cannot lower
+    zero-size memrefs, and numpy runs such a node (there is no work)."""
+    if any(0 in t.shape for t in program.types):
+        raise UnsupportedNode("a zero-size value: numpy runs the node (there is no work)")
+    return program
 
 
 def _primal_leaves(view: Any, graph: Any, saved: Mapping[ValueKey, TensorType]) -> set[ValueKey]:

@@ -29,7 +29,9 @@ from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.dialects import tidu
 from tidu_compile.ops.base import TensorType as OpType
 
-__all__ = ["TO_TIDU", "import_program", "primitive_of", "op_type", "UnloweredOpError"]
+__all__ = [
+    "TO_TIDU", "UnloweredOpError", "dtype_name", "import_program", "op_type", "primitive_of",
+]
 
 
 class UnloweredOpError(NotImplementedError):
@@ -117,10 +119,15 @@ def op_type(value: SSAValue) -> OpType:
     t = value.type
     if not isinstance(t, TensorType):
         raise TypeError(f"expected a tensor value, got {t}")
-    for dtype, element in tidu.DTYPE_ELEMENT_TYPES.items():
-        if element == t.element_type:
-            return OpType(tuple(t.get_shape()), dtype)
-    raise TypeError(f"tensor type {t} has no numpy dtype")
+    return OpType(tuple(t.get_shape()), dtype_name(t.element_type))
+
+
+def dtype_name(element: Attribute) -> str:
+    """The numpy dtype name of a tidu element type (``f32`` -> ``"float32"``)."""
+    for dtype, known in tidu.DTYPE_ELEMENT_TYPES.items():
+        if known == element:
+            return dtype
+    raise TypeError(f"element type {element} has no numpy dtype")
 
 
 #: tidu op class -> primitive reconstructor (ops with parameters only).

@@ -25,7 +25,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,9 +40,11 @@ from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import (
     MissingSavedValue,
     UnsupportedNode,
-    build_program,
+    graph_program,
     infer_output_types,
-    prune_results,
+    needed_mask,
+    node_program,
+    saved_value_order,
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.executors.reference import ReferenceExecutor, cotangent_count_error
@@ -220,6 +222,8 @@ class CompiledExecutor(BackwardExecutor):
         self._entries_by_graph: dict[tuple[int, tuple[int, ...]], _NodeEntry] = {}
         self._lock = threading.RLock()
         self._reference = ReferenceExecutor()
+        #: ``run_graph``'s plans by (graph structure, input types).
+        self._graph_plans: dict[Hashable, Any] = {}
 
     # ---------------------------------------------------------------- protocol
 
@@ -246,7 +250,7 @@ class CompiledExecutor(BackwardExecutor):
                         linear,
                         linear_transpose(linear, ctx),
                         key,
-                        graph.structure[0] + graph.structure[1],
+                        saved_value_order(graph, ()),
                         all(t is not None for t in linear.tangent_outputs),
                     )
                     self._entries_by_linear[id(linear)] = entry
@@ -273,13 +277,8 @@ class CompiledExecutor(BackwardExecutor):
         """Runs a plan compiled without the cotangents of the inputs not ``needed``."""
         if type(self).run_transposed_linear is not CompiledExecutor.run_transposed_linear:
             return self.run_transposed_linear(linear, cotangent_out, external_data, ctx)
-        flags = tuple(bool(n) for n in needed)
-        if len(flags) != len(linear.tangent_inputs):
-            raise ValueError(
-                f"needed: expected {len(linear.tangent_inputs)} flags, got {len(flags)}"
-            )
         return CompiledExecutor.run_transposed_linear(
-            self, linear, cotangent_out, external_data, ctx, None if all(flags) else flags
+            self, linear, cotangent_out, external_data, ctx, needed_mask(linear, needed)
         )
 
     def run_transposed_linear(
@@ -341,6 +340,38 @@ class CompiledExecutor(BackwardExecutor):
             self.stats.fallbacks += compiled.fallbacks
         return compiled.plan.run(args, check=False)
 
+    def run_graph(self, graph: RecordedGraph, inputs: Sequence[Any]) -> list[Any]:
+        """``graph``'s outputs for ``inputs`` as native code, compiled once per graph
+        structure and input types and cached like backward plans (in memory, on disk):
+        forward-mode tangents and the derived graphs of higher order run here."""
+        if len(inputs) != len(graph.input_keys):
+            raise ValueError(
+                f"inputs: {graph!r} takes {len(graph.input_keys)} inputs, got {len(inputs)}"
+            )
+        try:
+            types = tuple(type_of(v) for v in inputs)
+        except (AttributeError, TypeError):  # not arrays: a user's own operand type
+            return super().run_graph(graph, inputs)
+        key = (graph.structure, types)
+        plan = self._graph_plans.get(key)
+        if plan is None:
+            with self._lock:  # single flight, as for backward plans
+                plan = self._graph_plans.get(key)
+                if plan is None:
+                    plan = self._guarded(
+                        lambda: self._load_or_compile(graph_program(graph, types))[1]
+                    )
+                    if len(self._graph_plans) >= self.memory.max_entries:
+                        self._graph_plans.clear()  # bounded; plans come back from disk
+                    self._graph_plans[key] = plan
+        elif plan is not _REFERENCE_ONLY:
+            self.stats.memory_hits += 1
+        if plan is _REFERENCE_ONLY:
+            self.stats.fallbacks += 1
+            return super().run_graph(graph, inputs)
+        self.stats.fallbacks += plan.plan.fallback_count
+        return plan.run(list(inputs), check=True)
+
     def add_operands(self, a: Any, b: Any) -> Any:
         """``a + b``; large sums go into recycled memory (``compiler.buffers``), 0-d f64
         sums are added as Python floats (the same IEEE addition, a third of the cost)."""
@@ -393,10 +424,8 @@ class CompiledExecutor(BackwardExecutor):
         trace lacks are None, which is a different plan signature.
         """
         with self._lock:
-            if not entry.retained_known:
-                known = set(entry.saved_order)
-                extra = tuple(k for k in external_data if k not in known)
-                entry.saved_order = entry.saved_order + extra  # the old order stays a prefix
+            if not entry.retained_known:  # the old order (inputs, outputs) stays a prefix
+                entry.saved_order = saved_value_order(entry.recorded, external_data)
                 entry.retained_known = True
 
     # ---------------------------------------------------------------- compiling
@@ -423,26 +452,32 @@ class CompiledExecutor(BackwardExecutor):
             problem = _type_problem(entry, *types)
             if problem is not None:  # the caller's mistake: raise it, cache nothing
                 raise problem
-            try:
-                compiled: Any = self._compile_locked(entry, types, needed)
-            except (CompileForbiddenError, KeyboardInterrupt, MissingSavedValue):
-                raise
-            except UnsupportedNode:
-                compiled = _REFERENCE_ONLY  # a user's own primitive set: no types to compile
-            except Exception as error:  # noqa: BLE001 - any compiler failure falls back
-                message = f"{type(error).__name__}: {error}".splitlines()[0]
-                self.stats.errors.append(message)
-                del self.stats.errors[:-_MAX_ERRORS]  # the most recent ones: bounded
-                warnings.warn(
-                    f"tidu_compile: compiling a backward node failed ({message}); "
-                    "running it on the reference executor",
-                    RuntimeWarning,
-                    stacklevel=5,
-                )
-                compiled = _REFERENCE_ONLY
+            compiled = self._guarded(lambda: self._compile_locked(entry, types, needed))
             entry.plans[signature] = compiled
             self.memory.put((entry, signature), compiled)
             return compiled
+
+    def _guarded(self, compile_: Callable[[], Any]) -> Any:
+        """``compile_()``, or ``_REFERENCE_ONLY`` when the node cannot be compiled (a
+        user's own primitive set has no types) or compiling fails: then the error goes
+        to ``stats.errors``, with a warning, and the node runs on the reference path."""
+        try:
+            return compile_()
+        except (CompileForbiddenError, KeyboardInterrupt, MissingSavedValue):
+            raise
+        except UnsupportedNode:
+            return _REFERENCE_ONLY
+        except Exception as error:  # noqa: BLE001 - any compiler failure falls back
+            message = f"{type(error).__name__}: {error}".splitlines()[0]
+            self.stats.errors.append(message)
+            del self.stats.errors[:-_MAX_ERRORS]  # the most recent ones: bounded
+            warnings.warn(
+                f"tidu_compile: compiling a node failed ({message}); "
+                "running it on the reference executor",
+                RuntimeWarning,
+                stacklevel=6,
+            )
+            return _REFERENCE_ONLY
 
     def _compile_locked(
         self,
@@ -450,46 +485,12 @@ class CompiledExecutor(BackwardExecutor):
         types: tuple[tuple[TensorType, ...], tuple[TensorType | None, ...]],
         needed: tuple[bool, ...] | None,
     ) -> _Compiled:
-        from tidu_compile.compiler import pipeline
-
         seed_types, saved_types = types
         order = entry.saved_order[: len(saved_types)]  # another thread may have extended it
-        saved = {k: t for k, t in zip(order, saved_types, strict=True) if t is not None}
-        program = build_program(
-            entry.recorded, entry.linear, seed_types, saved, entry.transposed, order
+        program = node_program(
+            entry.recorded, entry.linear, seed_types, order, saved_types, needed, entry.transposed
         )
-        if needed is not None:
-            program = prune_results(program, needed)
-        if any(0 in t.shape for t in program.types):  # xDSL cannot lower zero-size memrefs
-            raise UnsupportedNode("a zero-size value: numpy runs the node (there is no work)")
-        digest = pipeline.program_digest(program)
-        start = time.perf_counter()
-        artifact: Any = self.disk.get(digest) if self.disk is not None else None
-        bound = None
-        if artifact is not None and _fits(pipeline.artifact_matches(artifact, digest), artifact,
-                                          program):  # fmt: skip
-            try:
-                bound = pipeline.bind(artifact)
-                self.stats.disk_hits += 1
-                self.stats.disk_seconds += time.perf_counter() - start
-            except Exception:  # noqa: BLE001 - a damaged entry is a miss: compile it again
-                bound = None
-        if bound is None:
-            if self.forbid_compile:
-                raise CompileForbiddenError(
-                    f"compiling a backward node is forbidden (forbid_compile=True):\n{program}"
-                )
-            start = time.perf_counter()
-            artifact = pipeline.compile_program(program, digest)
-            self.stats.compile_seconds += time.perf_counter() - start
-            self.stats.compiles += 1
-            for stage, seconds in artifact.stage_seconds.items():
-                self.stats.stage_seconds[stage] = (
-                    self.stats.stage_seconds.get(stage, 0.0) + seconds
-                )
-            if self.disk is not None:
-                self.disk.put(digest, artifact)
-            bound = pipeline.bind(artifact)
+        artifact, bound = self._load_or_compile(program)
         sources = tuple((s.index, None) if s.kind == "seed" else (-1, order[s.index])
                         for s in program.arg_sources)  # fmt: skip
         plan = artifact.plan
@@ -502,6 +503,37 @@ class CompiledExecutor(BackwardExecutor):
         )
         fast = build_fast_call(bound, sources, unread).function
         return _Compiled(bound, sources, plan.fallback_count, nbytes, unread, needed, fast)
+
+    def _load_or_compile(self, program: Any) -> tuple[Any, BoundPlan]:
+        """The artifact and bound plan of ``program``: from the disk cache when it holds
+        one made for it, else compiled (and stored). Counts disk hits and compiles."""
+        from tidu_compile.compiler import pipeline
+
+        digest = pipeline.program_digest(program)
+        start = time.perf_counter()
+        artifact: Any = self.disk.get(digest) if self.disk is not None else None
+        if artifact is not None and _fits(pipeline.artifact_matches(artifact, digest), artifact,
+                                          program):  # fmt: skip
+            try:
+                bound = pipeline.bind(artifact)
+                self.stats.disk_hits += 1
+                self.stats.disk_seconds += time.perf_counter() - start
+                return artifact, bound
+            except Exception:  # noqa: BLE001 - a damaged entry is a miss: compile it again
+                pass
+        if self.forbid_compile:
+            raise CompileForbiddenError(
+                f"compiling a node is forbidden (forbid_compile=True):\n{program}"
+            )
+        start = time.perf_counter()
+        artifact = pipeline.compile_program(program, digest)
+        self.stats.compile_seconds += time.perf_counter() - start
+        self.stats.compiles += 1
+        for stage, seconds in artifact.stage_seconds.items():
+            self.stats.stage_seconds[stage] = self.stats.stage_seconds.get(stage, 0.0) + seconds
+        if self.disk is not None:
+            self.disk.put(digest, artifact)
+        return artifact, pipeline.bind(artifact)
 
     def _run_reference(
         self,

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,47 +21,20 @@ from tidu_compile.ad import (
     linear_transpose_with_builder,
 )
 from tidu_compile.eager import BackwardExecutor
+from tidu_compile.evaluation import evaluate_keys, evaluate_primitive
 from tidu_compile.graph import (
-    Derived,
     External,
     Graph,
     Input,
     Linearized,
     Local,
     PrimitiveValue,
-    ProducedDef,
-    ResolvedView,
     Role,
     ValueKey,
     resolve,
 )
 
-__all__ = [
-    "EvaluatingBuilder", "ReferenceExecutor", "cotangent_count_error", "evaluate_graph",
-    "evaluate_primitive", "residual_keys",
-]
-
-
-def evaluate_primitive(op: Any, values: Sequence[Any]) -> list[Any]:
-    """Evaluate ``op`` on concrete values; checks types first when the op has a type rule."""
-    infer = getattr(op, "infer_types", None)
-    if infer is not None:
-        from tidu_compile.ops.base import type_of
-
-        for index, value in enumerate(values):
-            if not hasattr(value, "shape") or not hasattr(value, "dtype"):
-                raise TypeError(
-                    f"{op!r}: input {index} is a {type(value).__name__}, expected a numpy array"
-                )
-        infer(*(type_of(v) for v in values))
-    evaluate = getattr(op, "evaluate", None)
-    if evaluate is None:
-        raise TypeError(f"{op!r} has no evaluate(); the reference executor cannot run it")
-    results = list(evaluate(*values))
-    expected = getattr(op, "output_count", 1)
-    if len(results) != expected:
-        raise ValueError(f"{op!r}.evaluate returned {len(results)} values, expected {expected}")
-    return results
+__all__ = ["EvaluatingBuilder", "ReferenceExecutor", "cotangent_count_error", "residual_keys"]
 
 
 class EvaluatingBuilder(PrimitiveBuilder):
@@ -103,72 +76,6 @@ def residual_keys(graph: Graph) -> list[ValueKey]:
                 if not is_linear:
                     keys.setdefault(graph.key_of(ref))
     return list(keys)
-
-
-def evaluate_keys(
-    view: ResolvedView,
-    wanted: Sequence[ValueKey],
-    data: dict[ValueKey, Any],
-    given: str = "saved value",
-) -> dict[ValueKey, Any]:
-    """Evaluate ``wanted`` keys into ``data`` from the definitions in ``view``; a key that
-    is neither in ``data`` nor computed from it is a ``KeyError`` ("no <given> for ...")."""
-    stack: list[tuple[ValueKey, bool]] = [(k, False) for k in wanted]
-    while stack:
-        key, ready = stack.pop()
-        if key in data:
-            continue
-        definition = view.resolve_value(key)
-        if not isinstance(definition, ProducedDef):
-            raise KeyError(
-                f"no {given} for {key!r}, and it is not computed from the others given"
-            )
-        if ready:
-            op = definition.operation
-            outputs = evaluate_primitive(op, [data[k] for k in definition.input_keys])
-            op_key = key.operation  # type: ignore[union-attr]  # ProducedDef => Derived
-            for slot, value in enumerate(outputs):
-                data[Derived(op_key, slot)] = value
-            continue
-        stack.append((key, True))
-        stack.extend((k, False) for k in definition.input_keys if k not in data)
-    return data
-
-
-def evaluate_graph(
-    graph: Graph | LinearizedGraph | PrimitiveGraph, inputs: Mapping[Hashable, Any]
-) -> list[Any]:
-    """The values of ``graph``'s outputs for the concrete ``inputs``: the one way to run a
-    graph of any order (a primal graph, a linearized one, a linearization of that, ...).
-
-    ``inputs`` maps raw input keys (or their value keys ``Input(k)``) to values: the
-    graph's own inputs and, for values it reads from its parents (``External``), the
-    parents' inputs. Every op on the way is evaluated with its ``evaluate(*values)``,
-    whatever its role, so a twice-linearized graph runs from the primal and first-order
-    tangent inputs. For ``y = x**3`` linearized twice (tangent keys ``x'1``, ``x'2``)::
-
-        evaluate_graph(second, {x: 2.0, x'1: 1.0, x'2: 1.0})   # [12.0] = 6 x
-
-    Returns one value per ``graph.outputs``; for a ``LinearizedGraph``, one per
-    ``tangent_outputs`` (None where a tangent output is structurally zero). A value that
-    no input determines raises ``KeyError`` naming it.
-    """
-    linear = graph if isinstance(graph, LinearizedGraph) else None
-    plain = graph.graph if isinstance(graph, LinearizedGraph | PrimitiveGraph) else graph
-    if not isinstance(plain, Graph):
-        raise TypeError(f"graph: expected a Graph, LinearizedGraph or PrimitiveGraph, got "
-                        f"{type(graph).__name__}")  # fmt: skip
-    if not isinstance(inputs, Mapping):
-        raise TypeError(f"inputs: expected a mapping of input keys to values, got "
-                        f"{type(inputs).__name__}")  # fmt: skip
-    data = {k if isinstance(k, Input | Derived) else Input(k): v for k, v in inputs.items()}
-    if linear is not None:
-        wanted = [None if t is None else plain.values[t].key for t in linear.tangent_outputs]
-    else:
-        wanted = [plain.values[o].key for o in plain.outputs]
-    present = [k for k in wanted if k is not None]
-    evaluate_keys(resolve(plain), present, data, given="value given")
-    return [None if k is None else data[k] for k in wanted]
 
 
 def _check_cotangent(cotangent: Any, primal: Any, key: Any) -> None:

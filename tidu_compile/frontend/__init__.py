@@ -1,10 +1,13 @@
 """The eager ``Tensor`` frontend: numpy-style functions that record on the tidu tape.
 
 The function modules, each with its ``__all__``: ``elementwise`` (generated from the op
-table, plus ``where``, ``power``, ...), ``reductions``, ``shapes``, ``linalg``,
-``joining`` (``concatenate``, ``stack``, ``split``, ...) and ``promotion`` (``astype``,
-``broadcast_to``). ``Tensor.__getitem__`` is ``indexing`` and ``Tensor.at`` is
-``updates``. ``FUNCTIONS`` maps every public function
+table, plus ``where``, ``power``, ...), ``composites`` (``abs``, ``clip``, ``sinc``,
+...), ``activations`` (``sigmoid``, ``relu``, ``softplus``, ``gelu``, ``erf``),
+``reductions``, ``shapes``, ``linalg``, ``products`` and ``einsum`` (contractions),
+``joining`` (``concatenate``, ``stack``, ``split``, ...), ``arrays`` (``flip``,
+``pad``, ``sort``, ``cumsum``, ...), ``gather`` (``take``, ``take_along_axis``) and
+``promotion`` (``astype``, ``broadcast_to``). ``Tensor.__getitem__`` is ``indexing``
+and ``Tensor.at`` is ``updates``. ``FUNCTIONS`` maps every public function
 name to its function; ``tidu_compile`` exports them all.
 """
 
@@ -12,7 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tidu_compile.frontend import (
+    activations,
     arrays,
+    composites,
     einsum,
     elementwise,
     gather,
@@ -24,8 +29,8 @@ from tidu_compile.frontend import (
     shapes,
 )
 from tidu_compile.frontend.autograd import grad
+from tidu_compile.frontend.composite import function
 from tidu_compile.frontend.elementwise import compare
-from tidu_compile.frontend.function import function
 from tidu_compile.frontend.state import (
     get_default_executor,
     no_grad,
@@ -41,6 +46,8 @@ _PUBLIC_GATHER = ("take", "take_along_axis")
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     **{name: getattr(elementwise, name) for name in elementwise.__all__
        if name not in ("unary", "binary", "compare")},
+    **{name: getattr(composites, name) for name in composites.__all__},
+    **{name: getattr(activations, name) for name in activations.__all__},
     **{name: getattr(reductions, name) for name in reductions.__all__
        if name != "normalize_axes"},
     **{name: getattr(shapes, name) for name in shapes.__all__},

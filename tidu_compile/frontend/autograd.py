@@ -63,11 +63,17 @@ def grad(
     inputs: Tensor | Sequence[Tensor],
     seed: Any = None,
     executor: BackwardExecutor | None = None,
-) -> list[np.ndarray | None]:
+    create_graph: bool = False,
+) -> list[Any]:
     """Gradients of ``output`` with respect to ``inputs`` (vector-Jacobian product with ``seed``).
 
     Returns one numpy array per input, with that input's dtype, or None for an input
     with no path to ``output``. Inputs may be intermediate tensors.
+
+    With ``create_graph=True`` the gradients are ``Tensor``s recorded on the tape (each
+    backward node is recorded as a node of its own, and still runs compiled), so they can
+    be differentiated again, as PyTorch's ``create_graph``; ``seed`` may then be a tensor
+    that requires gradients itself.
     """
     if isinstance(inputs, Tensor):
         inputs = [inputs]
@@ -78,6 +84,8 @@ def grad(
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs[{i}]: expected a Tensor, got {type(t).__name__}")
+    if create_graph:
+        return _recorded_gradients(output, inputs, seed, executor)
     cotangents = run_backward(output, seed, executor)
     result: list[np.ndarray | None] = []
     taken: set[int] = set()
@@ -85,3 +93,23 @@ def grad(
         ct = cotangents.get(t._key) if t.requires_grad else None
         result.append(None if ct is None else user_array(ct, t.dtype, taken))
     return result
+
+
+def _recorded_gradients(
+    output: Tensor, inputs: Sequence[Tensor], seed: Any, executor: BackwardExecutor | None
+) -> list[Tensor | None]:
+    """``grad`` with ``create_graph=True``: tensors recorded on the tape."""
+    from tidu_compile.frontend.higher_order import backward_recorded
+
+    if not isinstance(output, Tensor):
+        raise TypeError(f"output: expected a Tensor, got {type(output).__name__}")
+    if not output.requires_grad:
+        raise ValueError("output: does not require gradients (no input requires grad)")
+    if isinstance(seed, Tensor):
+        _seed_for(output, seed)  # the checks; the tensor itself is the seed
+        seed_tensor = seed if seed.dtype == output.dtype else Tensor(_seed_for(output, seed))
+    else:
+        seed_tensor = Tensor(_seed_for(output, seed))
+    executor = executor if executor is not None else get_default_executor()
+    cotangents = backward_recorded([(output, seed_tensor)], executor)
+    return [cotangents.get(t._key) if t.requires_grad else None for t in inputs]

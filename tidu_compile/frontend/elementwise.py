@@ -10,7 +10,8 @@ rules. ``exp = unary_function(ops.Exp)`` is, as if written::
         return apply1(ops.Exp(), unary_input(x))
 
 Functions with parameters or special rules (``power``, ``where``, ``compare``,
-``conj``, ``real``, ``imag``, ``sincos``) are written below by hand.
+``conj``, ``real``, ``imag``, ``sincos``) are written below by hand; composites of
+these (``abs``, ``clip``, ``sign``, ...) are in ``composites``.
 """
 
 from __future__ import annotations
@@ -99,10 +100,14 @@ globals().update(TABLE_FUNCTIONS)
 
 
 def power(x: Any, exponent: Any) -> Tensor:
-    """``x ** exponent`` for a constant (non-tensor) real exponent."""
-    if isinstance(exponent, Tensor) or not isinstance(exponent, (int, float, np.number)):
-        raise TypeError("power: the exponent must be a Python or numpy real number")
-    return apply1(ops.Pow(float(exponent)), unary_input(x))
+    """``x ** exponent``, numpy's promotion and broadcasting. A constant real exponent (a
+    Python or numpy number) is the op ``Pow`` (small integers become multiplications);
+    any other exponent (a tensor, an array, a complex number) is ``Power``, differentiable
+    in both operands (``2 ** x`` is ``power(2, x)``)."""
+    real_number = isinstance(exponent, (int, float, np.integer, np.floating))
+    if real_number and not isinstance(exponent, bool):
+        return apply1(ops.Pow(float(exponent)), unary_input(x))
+    return binary(ops.Power, x, exponent)
 
 
 def compare(direction: str, a: Any, b: Any) -> Tensor:

@@ -40,7 +40,7 @@ def grad_enabled() -> bool:
 
 
 def current_capture() -> Any:
-    """The composite trace in progress in this thread (see ``frontend.function``), or None."""
+    """The composite trace in progress in this thread (see ``frontend.composite``), or None."""
     return _state.capture
 
 

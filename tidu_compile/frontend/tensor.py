@@ -142,6 +142,9 @@ class Tensor:
     def __pow__(self, exponent: Any) -> Tensor:
         return _functions().power(self, exponent)
 
+    def __rpow__(self, base: Any) -> Tensor:
+        return _functions().power(base, self)
+
     def __matmul__(self, other: Any) -> Tensor:
         return _functions().matmul(self, other)
 
@@ -270,6 +273,31 @@ def apply_op(op: TensorOp, inputs: Sequence[Tensor]) -> list[Tensor]:
     return [
         Tensor(o, r.requires_grad, r.key, r.trace) for o, r in zip(outputs, recorded, strict=True)
     ]
+
+
+def record_node(
+    graph: RecordedGraph, inputs: Sequence[EagerInput], outputs: Sequence[np.ndarray]
+) -> list[Tensor]:
+    """Tensors of ``outputs``, the values ``graph`` gave for ``inputs``, recorded on the tape
+    as one node (when gradients are enabled and an input requires them): how higher order
+    and forward mode put their derived graphs on the tape."""
+    if current_capture() is not None:
+        raise TypeError(
+            "tidu_compile.function: derivatives (tc.grad with create_graph, tidu_compile.func) "
+            "cannot be taken inside a traced function; call them outside it"
+        )
+    arrays = [_readonly(np.asarray(o)) for o in outputs]
+    if not (grad_enabled() and any(i.requires_grad for i in inputs)):
+        return [Tensor(a) for a in arrays]
+    retained = dict(zip(graph.output_keys, arrays, strict=True))
+    recorded = RECORDER.record_graph(graph, inputs, arrays, retained)
+    pairs = zip(arrays, recorded, strict=True)
+    return [Tensor(a, r.requires_grad, r.key, r.trace) for a, r in pairs]
+
+
+def eager_input(t: Tensor) -> EagerInput:
+    """``t`` as an input of a recorded node."""
+    return EagerInput(t._key, t._trace, t.requires_grad, t._data)
 
 
 def apply1(op: TensorOp, *inputs: Tensor) -> Tensor:

@@ -7,6 +7,7 @@ modules are star-imported: a new op needs no line in this file); ``ALL_OPS`` lis
 in table order.
 """
 
+from tidu_compile.ops.activations import *  # noqa: F403
 from tidu_compile.ops.base import (
     COMPLEX_DTYPES,
     DIFFERENTIABLE_DTYPES,
@@ -18,11 +19,13 @@ from tidu_compile.ops.base import (
     primitive,
     type_of,
 )
+from tidu_compile.ops.binary_math import *  # noqa: F403
 from tidu_compile.ops.complex_ops import *  # noqa: F403
 from tidu_compile.ops.elementwise import *  # noqa: F403
 from tidu_compile.ops.elementwise import Elementwise, Unary
 from tidu_compile.ops.indexing import *  # noqa: F403
 from tidu_compile.ops.joining import *  # noqa: F403
+from tidu_compile.ops.piecewise import *  # noqa: F403
 from tidu_compile.ops.scan import *  # noqa: F403
 from tidu_compile.ops.structural import *  # noqa: F403
 from tidu_compile.ops.unary_math import *  # noqa: F403

@@ -8,7 +8,7 @@ and ``transpose_rule``. Rules build with primitives through the helpers below, s
 linear and transposed graphs are graphs of this same op set.
 
 What derives from ``OP_TABLE`` (so adding an elementwise op is its block here plus one
-lowering row in ``passes/tidu_scalar_lowering.py``):
+lowering row in ``passes/tidu_math_lowering.py``, merged into ``SCALAR_LOWERINGS``):
 
 * the ``tidu`` dialect's op list: a generated ``tidu.<mnemonic>`` op for every
   elementwise op without a hand-written one (``dialects/tidu.py``);

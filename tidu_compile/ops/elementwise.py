@@ -8,7 +8,7 @@ All inputs of an elementwise op share one shape (the frontend inserts
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -152,7 +152,8 @@ class Div(Elementwise):
 
 @primitive
 class Maximum(Elementwise):
-    """``max(x, y)`` (real dtypes); the tangent follows the larger input (x on ties)."""
+    """``max(x, y)`` (real dtypes, NaN-propagating); the tangent follows the larger
+    input, ties share it equally (``balanced_tangent``)."""
 
     numpy_names = ("maximum",)
     commutative = True
@@ -161,8 +162,7 @@ class Maximum(Elementwise):
     numpy_fn = np.maximum
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
-        mask = apply(b, Compare("ge"), [xs[0], xs[1]])
-        return [select_tangents(b, mask, ts[0], ts[1], xs[0])]
+        return [balanced_tangent(b, xs, ys[0], ts)]
 
 
 @primitive
@@ -227,6 +227,28 @@ class Select(TensorOp):
                 mask_bits = (False, True, False) if i == 1 else (False, False, True)
                 out[i] = linear(b, Select(), [mask, *pair], mask_bits)
         return out
+
+
+def balanced_tangent(
+    b: PrimitiveBuilder,
+    xs: Sequence[PrimitiveValue],
+    z: PrimitiveValue,
+    ts: Sequence[int | None],
+) -> int | None:
+    """The tangent of a selection ``z = x or y`` (max, min, fmax, fmin), JAX's rule:
+    ``dz = dx * w(x, y) + dy * w(y, x)`` with ``w(a, c) = [a == z] / ([c == z] + 1)``.
+    The input equal to ``z`` carries the tangent; on a tie each carries half of it
+    (``maximum(x, x)`` has derivative 1 in total); a NaN ``z`` carries none."""
+    x, y = xs
+    hits = [apply(b, Compare("eq"), [v, z]) for v in (x, y)]
+    half, one, zero = (apply(b, FullLike(v), [z]) for v in (0.5, 1.0, 0.0))
+    total: int | None = None
+    for i, t in enumerate(ts):
+        if t is not None:
+            share = apply(b, Select(), [hits[1 - i], half, one])
+            weight = apply(b, Select(), [hits[i], share, zero])
+            total = add_tangents(b, total, linear(b, Mul(), [t, weight], (True, False)))
+    return total
 
 
 def select_tangents(
@@ -362,7 +384,8 @@ class SinCos(TensorOp):
 
 @primitive
 class Pow(Unary):
-    """``x ** exponent`` for a constant exponent; ``dy = dx * exponent * x**(exponent-1)``."""
+    """``x ** exponent`` for a constant exponent; ``dy = dx * exponent * x**(exponent-1)``
+    (0 for exponent 0, also at x = 0)."""
 
     exponent: float
 
@@ -370,6 +393,8 @@ class Pow(Unary):
         return (np.asarray(np.power(arrays[0], self.exponent), dtype=arrays[0].dtype),)
 
     def derivative(self, b, x, y):
+        if self.exponent == 0.0:  # x ** 0 == 1: derivative 0, also at x = 0
+            return apply(b, FullLike(0.0), [x])
         return apply(b, Scale(self.exponent), [apply(b, Pow(self.exponent - 1.0), [x])])
 
 

@@ -1,5 +1,5 @@
-// RUN: convert-arith-to-llvm
-// RUN: convert-arith-to-llvm{contract=false} --check-prefix=EXACT
+// RUN: xdsl-opt -p convert-arith-to-llvm %s | filecheck %s
+// RUN: xdsl-opt -p "convert-arith-to-llvm{contract=false}" %s | filecheck %s --check-prefix=EXACT
 
 // CHECK-LABEL: func.func @float_ops
 // CHECK-NEXT:    %0 = llvm.fadd %a, %b {fastmathFlags = #llvm.fastmath<contract>} : f64
@@ -7,8 +7,8 @@
 // CHECK-NEXT:    %2 = llvm.fmul %1, %a {fastmathFlags = #llvm.fastmath<contract>} : f64
 // CHECK-NEXT:    %3 = llvm.fdiv %2, %b {fastmathFlags = #llvm.fastmath<contract>} : f64
 // CHECK-NEXT:    %4 = llvm.fneg %3 : f64
-// CHECK-NEXT:    %5 = llvm.intr.maxnum(%4, %a) : (f64, f64) -> f64
-// CHECK-NEXT:    %6 = llvm.intr.minnum(%5, %b) : (f64, f64) -> f64
+// CHECK-NEXT:    %5 = llvm.call_intrinsic "llvm.maxnum.f64"(%4, %a) : (f64, f64) -> f64
+// CHECK-NEXT:    %6 = llvm.call_intrinsic "llvm.minnum.f64"(%5, %b) : (f64, f64) -> f64
 // CHECK-NEXT:    func.return %6 : f64
 // EXACT-LABEL: func.func @float_ops
 // EXACT-NEXT:    %0 = llvm.fadd %a, %b : f64

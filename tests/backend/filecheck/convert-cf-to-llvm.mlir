@@ -1,4 +1,4 @@
-// RUN: convert-cf-to-llvm
+// RUN: xdsl-opt -p convert-cf-to-llvm %s | filecheck %s
 
 // Successors and block operands carry over unchanged.
 // CHECK-LABEL: func.func @loop

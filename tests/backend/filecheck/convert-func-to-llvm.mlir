@@ -1,5 +1,5 @@
-// RUN: convert-func-to-llvm
-// RUN: convert-func-to-llvm{noalias=false} --check-prefix=ALIAS
+// RUN: xdsl-opt -p convert-func-to-llvm %s | filecheck %s
+// RUN: xdsl-opt -p "convert-func-to-llvm{noalias=false}" %s | filecheck %s --check-prefix=ALIAS
 
 // Pointer arguments of definitions get llvm.noalias; declarations do not.
 // CHECK:       llvm.func @ext(i64) -> f64

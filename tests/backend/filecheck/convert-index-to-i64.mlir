@@ -1,4 +1,4 @@
-// RUN: convert-index-to-i64
+// RUN: xdsl-opt -p convert-index-to-i64 %s | filecheck %s
 
 // Values, block arguments, signatures and constants are retyped in place;
 // index_cast becomes nothing, extsi or trunci.

@@ -1,4 +1,4 @@
-// RUN: convert-ptr-to-llvm-fast
+// RUN: xdsl-opt -p convert-ptr-to-llvm-fast %s | filecheck %s
 
 // Pointer values, block arguments and signatures become !llvm.ptr in place;
 // load/store map 1:1, to_ptr/from_ptr disappear.

@@ -1,5 +1,5 @@
-// RUN: convert-ptradd-to-gep
-// RUN: convert-ptradd-to-gep,convert-ptr-to-llvm,convert-index-to-i64,reconcile-unrealized-casts --check-prefix=CHAIN
+// RUN: xdsl-opt -p convert-ptradd-to-gep %s | filecheck %s
+// RUN: xdsl-opt -p convert-ptradd-to-gep,convert-ptr-to-llvm,convert-index-to-i64,reconcile-unrealized-casts %s | filecheck %s --check-prefix=CHAIN
 
 // CHECK-LABEL: func.func @load_at
 // CHECK-NEXT:    %[[OFF:.*]] = arith.index_cast %off : index to i64

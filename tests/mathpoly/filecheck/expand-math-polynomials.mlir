@@ -1,6 +1,6 @@
-// RUN: expand-math-polynomials
-// RUN: expand-math-polynomials --check-prefix=NONE
-// RUN: expand-math-polynomials{only_in_loops=true} --check-prefix=LOOPS
+// RUN: xdsl-opt -p expand-math-polynomials %s | filecheck %s
+// RUN: xdsl-opt -p expand-math-polynomials %s | filecheck %s --check-prefix=NONE
+// RUN: xdsl-opt -p "expand-math-polynomials{only_in_loops=true}" %s | filecheck %s --check-prefix=LOOPS
 
 // No scalar f32/f64 exp/log/tanh/sin/cos is left, and nothing the vectorizer
 // cannot handle is introduced.

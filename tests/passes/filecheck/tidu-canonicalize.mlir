@@ -1,4 +1,4 @@
-// RUN: canonicalize
+// RUN: xdsl-opt -p canonicalize %s | filecheck %s
 // The tidu canonicalization patterns, applied by the stock `canonicalize` pass.
 
 // x + full_like(0) -> x, on either side; a splat constant 0 too.
@@ -98,6 +98,57 @@ func.func @shift(%x: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>) {
   func.return %a, %b : tensor<4xf64>, tensor<4xf64>
 }
 
+// pow(x, 1) -> x.
+// CHECK-LABEL: func.func @pow_one(%x: tensor<4xf64>)
+// CHECK-NEXT:    func.return %x : tensor<4xf64>
+func.func @pow_one(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %p = tidu.pow %x, 1.000000e+00 : tensor<4xf64>
+  func.return %p : tensor<4xf64>
+}
+
+// pow(x, 2) -> x * x, complex x too.
+// CHECK-LABEL: func.func @pow_two(%x: tensor<4xf32>, %z: tensor<4xcomplex<f64>>)
+// CHECK-NEXT:    %p = tidu.mul %x, %x : tensor<4xf32>
+// CHECK-NEXT:    %q = tidu.mul %z, %z : tensor<4xcomplex<f64>>
+// CHECK-NEXT:    func.return %p, %q
+func.func @pow_two(%x: tensor<4xf32>, %z: tensor<4xcomplex<f64>>) -> (tensor<4xf32>, tensor<4xcomplex<f64>>) {
+  %p = tidu.pow %x, 2.000000e+00 : tensor<4xf32>
+  %q = tidu.pow %z, 2.000000e+00 : tensor<4xcomplex<f64>>
+  func.return %p, %q : tensor<4xf32>, tensor<4xcomplex<f64>>
+}
+
+// pow(x, 0.5) -> sqrt(x).
+// CHECK-LABEL: func.func @pow_half(%x: tensor<4xf64>)
+// CHECK-NEXT:    %p = tidu.sqrt %x : tensor<4xf64>
+// CHECK-NEXT:    func.return %p
+func.func @pow_half(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %p = tidu.pow %x, 5.000000e-01 : tensor<4xf64>
+  func.return %p : tensor<4xf64>
+}
+
+// pow(x, -1) -> 1 / x.
+// CHECK-LABEL: func.func @pow_minus_one(%x: tensor<4xf64>)
+// CHECK-NEXT:    %one = tidu.full_like %x, 1.000000e+00 : tensor<4xf64>
+// CHECK-NEXT:    %p = tidu.div %one, %x : tensor<4xf64>
+// CHECK-NEXT:    func.return %p
+func.func @pow_minus_one(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %p = tidu.pow %x, -1.000000e+00 : tensor<4xf64>
+  func.return %p : tensor<4xf64>
+}
+
+// Other exponents stay (0 too: pow(x, 0) is 1 even for NaN x, which full_like keeps).
+// CHECK-LABEL: func.func @pow_other(%x: tensor<4xf64>)
+// CHECK-NEXT:    %a = tidu.pow %x, 3.000000e+00 : tensor<4xf64>
+// CHECK-NEXT:    %b = tidu.pow %x, -5.000000e-01 : tensor<4xf64>
+// CHECK-NEXT:    %c = tidu.pow %x, 0.000000e+00 : tensor<4xf64>
+// CHECK-NEXT:    func.return %a, %b, %c
+func.func @pow_other(%x: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>, tensor<4xf64>) {
+  %a = tidu.pow %x, 3.000000e+00 : tensor<4xf64>
+  %b = tidu.pow %x, -5.000000e-01 : tensor<4xf64>
+  %c = tidu.pow %x, 0.000000e+00 : tensor<4xf64>
+  func.return %a, %b, %c : tensor<4xf64>, tensor<4xf64>, tensor<4xf64>
+}
+
 // broadcast_in_dim of broadcast_in_dim -> one broadcast (dims composed).
 // CHECK-LABEL: func.func @broadcast_broadcast(%v: tensor<8xf64>, %s: tensor<1xf64>)
 // CHECK-NEXT:    %b = tidu.broadcast_in_dim %v, dims = [2] : tensor<8xf64> -> tensor<2x4x8xf64>
@@ -157,7 +208,9 @@ func.func @transpose_transpose(%k: tensor<2x3x4xf64>) -> (tensor<3x4x2xf64>, ten
 // CHECK-LABEL: func.func @in_kernel(%x: tensor<4xf64>)
 // CHECK:         ^bb0(%a: f64):
 // CHECK-NEXT:      %e = tidu.exp %a : f64
-// CHECK-NEXT:      tidu.yield %e : f64
+// CHECK-NEXT:      %one = tidu.full_like %e, 1.000000e+00 : f64
+// CHECK-NEXT:      %q = tidu.div %one, %e : f64
+// CHECK-NEXT:      tidu.yield %q : f64
 func.func @in_kernel(%x: tensor<4xf64>) -> tensor<4xf64> {
   %r = tidu.kernel ins(%x : tensor<4xf64>) domain [4] maps [[0]] -> [[0]] {
   ^bb0(%a: f64):
@@ -165,7 +218,8 @@ func.func @in_kernel(%x: tensor<4xf64>) -> tensor<4xf64> {
     %m = tidu.neg %n : f64
     %e = tidu.exp %m : f64
     %s = tidu.scale %e, 1.000000e+00 : f64
-    tidu.yield %s : f64
+    %q = tidu.pow %s, -1.000000e+00 : f64
+    tidu.yield %q : f64
   } : tensor<4xf64>
   func.return %r : tensor<4xf64>
 }

@@ -1,5 +1,5 @@
-// RUN: cse --check-prefix=CSE
-// RUN: dce --check-prefix=DCE
+// RUN: xdsl-opt -p cse %s | filecheck %s --check-prefix=CSE
+// RUN: xdsl-opt -p dce %s | filecheck %s --check-prefix=DCE
 // The stock cse and dce passes work on tidu ops: they are all Pure.
 
 // CSE-LABEL: func.func @node(%x: tensor<4xf64>, %y: tensor<4xf64>)

@@ -1,5 +1,5 @@
-// RUN: tidu-fuse-elementwise
-// RUN: tidu-fuse-elementwise{complex_kernels=true} --check-prefix=CPLX
+// RUN: xdsl-opt -p tidu-fuse-elementwise %s | filecheck %s
+// RUN: xdsl-opt -p "tidu-fuse-elementwise{complex_kernels=true}" %s | filecheck %s --check-prefix=CPLX
 
 // The W1 backward: L = sum(tanh(x*y + exp(-x)) * y), seed %g broadcast from 0-d.
 // CHECK-LABEL: func.func @w1(

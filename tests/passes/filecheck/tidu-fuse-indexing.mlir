@@ -1,4 +1,4 @@
-// RUN: tidu-fuse-elementwise{complex_kernels=true}
+// RUN: xdsl-opt -p "tidu-fuse-elementwise{complex_kernels=true}" %s | filecheck %s
 
 // The backward of tanh(x[1:] * y[:-1]): the slices become operand maps, the pads
 // (their transposes) result maps with a fill: one kernel, nothing copied.
@@ -74,4 +74,41 @@ func.func @cut(%x: tensor<6xf64>) -> (tensor<3xf64>, tensor<f64>) {
   %q = tidu.mul %h, %h : tensor<3xf64>
   %p = tidu.pad %s, start = [], step = [], value = 0.000000e+00 : tensor<f64> -> tensor<f64>
   func.return %q, %p : tensor<3xf64>, tensor<f64>
+}
+
+// A gather reads its data through the index tensors (kernel inputs with their own map);
+// its transpose, a scatter-add, writes through them: one kernel, summed from zero.
+// CHECK-LABEL: func.func @gather_scatter(
+// CHECK-NEXT:    %s = tidu.kernel ins(%i, %x, %g : tensor<4xi64>, tensor<5x3xf64>, tensor<4x3xf64>) domain [4, 3] maps {{\[\[}}0], [in0, 1], [0, 1]] -> {{\[\[}}in0, 1]] {
+// CHECK-NEXT:    ^bb0(%i_1: i64, %x_1: f64, %g_1: f64):
+// CHECK-NEXT:      %t = tidu.tanh %x_1 : f64
+// CHECK-NEXT:      %u = tidu.mul %t, %g_1 : f64
+// CHECK-NEXT:      tidu.yield %u : f64
+func.func @gather_scatter(%x: tensor<5x3xf64>, %i: tensor<4xi64>, %g: tensor<4x3xf64>) -> tensor<5x3xf64> {
+  %y = tidu.gather %x[%i], axis = 0 : tensor<5x3xf64>, tensor<4xi64> -> tensor<4x3xf64>
+  %t = tidu.tanh %y : tensor<4x3xf64>
+  %u = tidu.mul %t, %g : tensor<4x3xf64>
+  %s = tidu.scatter_add %u[%i], axis = 0 : tensor<4x3xf64>, tensor<4xi64> -> tensor<5x3xf64>
+  func.return %s : tensor<5x3xf64>
+}
+
+// Integer labels, one value per row, summed: two index tensors (i64 and i32).
+// CHECK-LABEL: func.func @labels(
+// CHECK-NEXT:    %s = tidu.kernel ins(%r, %l, %x : tensor<6xi64>, tensor<6xi32>, tensor<6x5xf64>) domain [6] maps {{\[\[}}0], [0], [in0, in1]] -> {{\[\[}}]] {
+func.func @labels(%x: tensor<6x5xf64>, %r: tensor<6xi64>, %l: tensor<6xi32>) -> tensor<f64> {
+  %y = tidu.gather %x[%r, %l], axis = 0 : tensor<6x5xf64>, tensor<6xi64>, tensor<6xi32> -> tensor<6xf64>
+  %s = tidu.reduce_sum %y, axes = [0] : tensor<6xf64> -> tensor<f64>
+  func.return %s : tensor<f64>
+}
+
+// Scans stay between kernels (library calls by design): the kernels around them.
+// CHECK-LABEL: func.func @scan(
+// CHECK-NEXT:    %e = tidu.kernel ins(%x : tensor<8xf64>)
+// CHECK:         %c = tidu.cum_sum %e, axis = 0 reverse : tensor<8xf64> -> tensor<8xf64>
+// CHECK-NEXT:    %t = tidu.kernel ins(%c : tensor<8xf64>)
+func.func @scan(%x: tensor<8xf64>) -> tensor<8xf64> {
+  %e = tidu.exp %x : tensor<8xf64>
+  %c = tidu.cum_sum %e, axis = 0 reverse : tensor<8xf64> -> tensor<8xf64>
+  %t = tidu.tanh %c : tensor<8xf64>
+  func.return %t : tensor<8xf64>
 }

@@ -1,4 +1,4 @@
-// RUN: tidu-lower-to-loops{chunked=true}
+// RUN: xdsl-opt -p "tidu-lower-to-loops{chunked=true}" %s | filecheck %s
 
 // A pad as a result map: the fill goes where no iteration writes, slab by slab; the
 // rows no chunk writes (dimension 0's sides) by the chunk starting at 0, each chunk the

@@ -1,5 +1,5 @@
-// RUN: tidu-lower-to-loops --split-input-file --verify-errors
-// RUN: tidu-lower-to-loops{chunked=true} --split-input-file --verify-errors --check-prefix=CHUNK
+// RUN: xdsl-opt -p tidu-lower-to-loops %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: xdsl-opt -p "tidu-lower-to-loops{chunked=true}" %s --split-input-file --verify-diagnostics | filecheck %s --check-prefix=CHUNK
 
 // A row broadcast, a plain result, a column sum and a full sum in one nest.
 // CHECK-LABEL: func.func @node(%x: tensor<4x8xf64>, %v: tensor<8xf64>)
@@ -160,7 +160,7 @@ func.func @table(%x: tensor<4xf32>, %m: tensor<4xi1>) -> (tensor<4xf64>, tensor<
 // -----
 
 // An op without a row in the table.
-// CHECK: error: tidu-lower-to-loops: cannot lower 'arith.addf': no scalar lowering rule for this op in a tidu.kernel body
+// CHECK: tidu-lower-to-loops: cannot lower 'arith.addf': no scalar lowering rule for this op in a tidu.kernel body
 func.func @no_rule(%x: tensor<4xf64>) -> tensor<4xf64> {
   %r = tidu.kernel ins(%x : tensor<4xf64>) domain [4] maps [[0]] -> [[0]] {
   ^bb0(%a: f64):
@@ -173,7 +173,7 @@ func.func @no_rule(%x: tensor<4xf64>) -> tensor<4xf64> {
 // -----
 
 // A complex op without a row in the complex table.
-// CHECK: error: tidu-lower-to-loops: cannot lower 'tidu.sqrt': no lowering rule for complex scalars in a tidu.kernel body
+// CHECK: tidu-lower-to-loops: cannot lower 'tidu.sqrt': no lowering rule for complex scalars in a tidu.kernel body
 func.func @complex_no_rule(%z: tensor<4xcomplex<f64>>) -> tensor<4xcomplex<f64>> {
   %r = tidu.kernel ins(%z : tensor<4xcomplex<f64>>) domain [4] maps [[0]] -> [[0]] {
   ^bb0(%a: complex<f64>):

@@ -1,0 +1,248 @@
+"""Function transforms, named as in ``torch.func``: ``grad``, ``value_and_grad``, ``vjp``,
+``jvp``, ``jacrev``, ``jacfwd``, ``hessian``.
+
+They take and return ``Tensor``s (arguments may be nested lists, tuples and dicts of
+tensors, arrays or numbers: the gradients come back in the same structure) and nest to
+any order::
+
+    import tidu_compile as tc
+    from tidu_compile import func
+
+    f = lambda x: tc.sum(tc.sin(x) * x)
+    func.grad(f)(x)                                   # f'(x)
+    func.grad(lambda x: tc.sum(func.grad(f)(x)))(x)   # sum of f''
+    func.jvp(func.grad(f), (x,), (v,))                # (f'(x), H v): forward over reverse
+
+How: each transform runs ``f`` on the tape with its arguments as fresh tape values (a
+new leaf, or a recorded identity of a tensor that an outer transform is tracking, so
+nested transforms never confuse their variables). Reverse mode then walks the tape with
+``backward_recorded``, forward mode pushes tangents through it with ``push_tangents``
+(``frontend.higher_order``): one linearization per node and no reverse pass. Both record
+what they compute as nodes of the tape, so an outer transform differentiates through
+them; every node runs on the default executor (compiled, cached per node structure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tidu_compile import ops
+from tidu_compile.frontend.higher_order import backward_recorded, push_tangents
+from tidu_compile.frontend.state import RECORDER, current_capture, get_default_executor
+from tidu_compile.frontend.tensor import Tensor, apply1
+from tidu_compile.ops import DIFFERENTIABLE_DTYPES
+
+__all__ = ["grad", "jvp", "value_and_grad", "vjp"]
+
+Tree = Any  # a Tensor (or array-like leaf), or a list, tuple or dict of trees
+
+
+# ------------------------------------------------------------------ trees
+
+
+def _flatten(tree: Tree) -> tuple[list[Any], Callable[[list[Any]], Tree]]:
+    """The leaves of ``tree`` in order, and the function rebuilding a tree from leaves."""
+    if isinstance(tree, (list, tuple)):
+        parts = [_flatten(t) for t in tree]
+        counts = [len(leaves) for leaves, _ in parts]
+
+        def rebuild_sequence(leaves: list[Any]) -> Tree:
+            items, start = [], 0
+            for (_, rebuild), count in zip(parts, counts, strict=True):
+                items.append(rebuild(leaves[start : start + count]))
+                start += count
+            return type(tree)(items) if isinstance(tree, list) else tuple(items)
+
+        return [leaf for leaves, _ in parts for leaf in leaves], rebuild_sequence
+    if isinstance(tree, dict):
+        keys = list(tree)
+        flat, rebuild_values = _flatten([tree[k] for k in keys])
+        return flat, lambda leaves: dict(zip(keys, rebuild_values(leaves), strict=True))
+    return [tree], lambda leaves: leaves[0]
+
+
+def _as_tensor(leaf: Any, what: str) -> Tensor:
+    tensor = leaf if isinstance(leaf, Tensor) else Tensor(np.array(leaf, copy=True))
+    if tensor.dtype.name not in DIFFERENTIABLE_DTYPES:
+        raise TypeError(
+            f"{what}: differentiating needs float or complex values, got {tensor.dtype} "
+            "(pass floats, e.g. 1.0 or an array of dtype float64)"
+        )
+    return tensor
+
+
+def _variable(tensor: Tensor) -> Tensor:
+    """A fresh tape value equal to ``tensor``: a new leaf, or, when ``tensor`` is tracked
+    by an outer transform, a recorded identity of it (differentiable through both)."""
+    if tensor.requires_grad:
+        return apply1(ops.Scale(1.0), tensor)
+    (key,) = RECORDER.fresh_input_keys(1)
+    return Tensor(tensor._data, True, key)
+
+
+def _check_argnums(argnums: int | Sequence[int], count: int, name: str) -> tuple[int, ...]:
+    numbers = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not numbers or any(not isinstance(n, int) for n in numbers):
+        raise TypeError(f"{name}: argnums must be an int or a non-empty tuple of ints")
+    for n in numbers:
+        if not -count <= n < count:
+            raise ValueError(
+                f"{name}: argnums {n} is out of range for a function called with {count} "
+                "positional arguments"
+            )
+    return tuple(n % count for n in numbers)
+
+
+def _not_traced(name: str) -> None:
+    if current_capture() is not None:
+        raise TypeError(
+            f"tidu_compile.func.{name} cannot run inside a @tidu_compile.function trace; "
+            "call it outside the traced function"
+        )
+
+
+def _zeros_like(t: Tensor) -> Tensor:
+    return Tensor(np.zeros(t.shape, dtype=t.dtype))
+
+
+# ------------------------------------------------------------------ reverse mode
+
+
+def _with_variables(
+    args: tuple[Any, ...], argnums: tuple[int, ...], name: str
+) -> tuple[list[Any], list[list[Tensor]], list[Callable[[list[Any]], Tree]]]:
+    """``args`` with the trees at ``argnums`` made of fresh variables; the variables and
+    the rebuilders of those trees."""
+    call_args = list(args)
+    variables: list[list[Tensor]] = []
+    rebuilders: list[Callable[[list[Any]], Tree]] = []
+    for n in argnums:
+        leaves, rebuild = _flatten(args[n])
+        fresh = [_variable(_as_tensor(leaf, f"{name}: argument {n}")) for leaf in leaves]
+        call_args[n] = rebuild(fresh)
+        variables.append(fresh)
+        rebuilders.append(rebuild)
+    return call_args, variables, rebuilders
+
+
+def _gradients(
+    roots: list[tuple[Tensor, Tensor]],
+    variables: list[list[Tensor]],
+    rebuilders: list[Callable[[list[Any]], Tree]],
+) -> list[Tree]:
+    """The cotangents of ``variables`` (zeros where none reaches), as trees."""
+    live = [(out, seed) for out, seed in roots if out.requires_grad]
+    cotangents = backward_recorded(live, get_default_executor()) if live else {}
+    trees = []
+    for fresh, rebuild in zip(variables, rebuilders, strict=True):
+        found = [cotangents.get(v._key) for v in fresh]
+        trees.append(rebuild([_zeros_like(v) if c is None else c
+                              for v, c in zip(fresh, found, strict=True)]))  # fmt: skip
+    return trees
+
+
+def _scalar_output(out: Any, name: str) -> Tensor:
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}: the function must return a Tensor, got {type(out).__name__}")
+    if out.shape != () or out.dtype.kind != "f":
+        raise ValueError(
+            f"{name}: the function must return a real scalar, got shape {out.shape} and "
+            f"dtype {out.dtype} (use vjp or jacrev for other outputs)"
+        )
+    return out
+
+
+def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """``f`` returning ``(f(*args), gradient)``; the gradient has the structure of
+    ``args[argnums]`` (a tuple of them when ``argnums`` is a tuple)."""
+
+    def transformed(*args: Any) -> tuple[Tensor, Tree]:
+        _not_traced("value_and_grad")
+        numbers = _check_argnums(argnums, len(args), "value_and_grad")
+        call_args, variables, rebuilders = _with_variables(args, numbers, "value_and_grad")
+        out = _scalar_output(f(*call_args), "value_and_grad")
+        seed = Tensor(np.ones((), dtype=out.dtype))
+        trees = _gradients([(out, seed)], variables, rebuilders)
+        return out, trees[0] if isinstance(argnums, int) else tuple(trees)
+
+    return transformed
+
+
+def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """The gradient of a real-scalar ``f`` with respect to ``args[argnums]``."""
+    value_and_gradient = value_and_grad(f, argnums)
+
+    def transformed(*args: Any) -> Tree:
+        return value_and_gradient(*args)[1]
+
+    return transformed
+
+
+def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Tree, Callable[..., tuple[Tree, ...]]]:
+    """``(f(*primals), vjp_fn)``; ``vjp_fn(cotangents)`` takes cotangents in the structure
+    of the output and returns one cotangent tree per primal."""
+    _not_traced("vjp")
+    numbers = tuple(range(len(primals)))
+    call_args, variables, rebuilders = _with_variables(primals, numbers, "vjp")
+    out = f(*call_args)
+    outputs, _ = _flatten(out)
+    for i, o in enumerate(outputs):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"vjp: output {i} is a {type(o).__name__}, expected a Tensor")
+
+    def vjp_fn(cotangents: Tree) -> tuple[Tree, ...]:
+        seeds, _ = _flatten(cotangents)
+        if len(seeds) != len(outputs):
+            raise ValueError(f"vjp_fn: expected {len(outputs)} cotangents (the output's "
+                             f"structure), got {len(seeds)}")  # fmt: skip
+        roots = []
+        for i, (o, seed) in enumerate(zip(outputs, seeds, strict=True)):
+            tensor = seed if isinstance(seed, Tensor) else Tensor(np.array(seed, copy=True))
+            if tensor.shape != o.shape or tensor.dtype != o.dtype:
+                raise ValueError(f"vjp_fn: cotangent {i} is {tensor.shape} {tensor.dtype}, "
+                                 f"the output is {o.shape} {o.dtype}")  # fmt: skip
+            roots.append((o, tensor))
+        return tuple(_gradients(roots, variables, rebuilders))
+
+    return out, vjp_fn
+
+
+# ------------------------------------------------------------------ forward mode
+
+
+def jvp(
+    f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
+) -> tuple[Tree, Tree]:
+    """``(f(*primals), J tangents)`` by forward mode: one linearization per tape node,
+    no reverse pass. ``tangents`` has the structure of ``primals`` with matching shapes
+    and dtypes; for a holomorphic ``f`` of complex inputs the tangent out is ``f'(z) dz``."""
+    _not_traced("jvp")
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    call_args, variables, _ = _with_variables(tuple(primals), tuple(range(len(primals))), "jvp")
+    given: list[Tensor] = []
+    for n, (fresh, tangent) in enumerate(zip(variables, tangents, strict=True)):
+        leaves, _ = _flatten(tangent)
+        if len(leaves) != len(fresh):
+            raise ValueError(f"jvp: tangent {n} does not have the structure of primal {n}")
+        for v, leaf in zip(fresh, leaves, strict=True):
+            t = _as_tensor(leaf, f"jvp: tangent {n}")
+            if t.shape != v.shape or t.dtype != v.dtype:
+                raise ValueError(f"jvp: tangent {n} is {t.shape} {t.dtype}, its primal is "
+                                 f"{v.shape} {v.dtype}")  # fmt: skip
+            given.append(t)
+    out = f(*call_args)
+    outputs, rebuild = _flatten(out)
+    for i, o in enumerate(outputs):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"jvp: output {i} is a {type(o).__name__}, expected a Tensor")
+    flat_variables = [v for fresh in variables for v in fresh]
+    pushed = push_tangents(flat_variables, given, outputs, get_default_executor())
+    tangent_out = [_zeros_like(o) if t is None else t for o, t in zip(outputs, pushed,
+                                                                       strict=True)]  # fmt: skip
+    return out, rebuild(tangent_out)
