@@ -82,13 +82,23 @@ def test_a_key_that_keeps_everything_records_nothing() -> None:
     assert x[:] is x and x[...] is x and x[:, ::1] is x
 
 
-def test_empty_slice_has_zero_gradient(compiled: CompiledExecutor) -> None:
+def test_empty_slices_have_zero_gradient(compiled: CompiledExecutor) -> None:
+    """Empty values fold out of the backward program (``compiler.empty``): no fallback."""
     x = tc.tensor(_rand((4, 3)), requires_grad=True)
     y = x[3:1]
     assert y.shape == (0, 3)
+    fallbacks = compiled.stats.fallbacks
     for executor in (compiled, tc.ReferenceExecutor()):
         (g,) = tc.grad(tc.sum(x * 2.0) + tc.sum(y), [x], executor=executor)
         np.testing.assert_array_equal(g, np.full((4, 3), 2.0))
+
+    @tc.function
+    def joined(x):
+        return tc.sum(tc.concatenate([x[2:2], x, x[5:]]) ** 2) + tc.sum(tc.sin(x[:, :0]))
+
+    (g,) = tc.grad(joined(x), [x], executor=compiled)
+    np.testing.assert_allclose(g, 2 * x.numpy(), rtol=1e-14)
+    assert compiled.stats.fallbacks == fallbacks
 
 
 @pytest.mark.parametrize(

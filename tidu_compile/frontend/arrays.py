@@ -158,8 +158,8 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any
         values = np.broadcast_to(np.asarray(constant_values), (x.ndim, 2))
         single = np.unique(values).size == 1
         fill = complex(values.flat[0]) if x.dtype.kind == "c" else float(values.flat[0].real)
-        op = ops.Pad(tuple(int(w) for w in widths[:, 0]), (1,) * x.ndim, shape, x.shape,
-                     fill if single else 0.0)  # fmt: skip
+        starts = tuple(int(w) if n else 0 for w, n in zip(widths[:, 0], x.shape, strict=True))
+        op = ops.Pad(starts, (1,) * x.ndim, shape, x.shape, fill if single else 0.0)
         placed = apply1(op, x) if tracked(x) else Tensor(op.evaluate(x.numpy())[0])
         if single:
             return placed
