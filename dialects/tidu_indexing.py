@@ -19,6 +19,7 @@ negative); the small array's sizes are its type's.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Self
 
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -31,7 +32,7 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
@@ -84,6 +85,43 @@ def verify_window(
             )
 
 
+def print_signature(
+    printer: Printer, operand_types: Sequence[Attribute], result: Attribute
+) -> None:
+    """`` : operand types -> result type``."""
+    printer.print_string(" : ")
+    printer.print_list(operand_types, printer.print_attribute)
+    printer.print_string(" -> ")
+    printer.print_attribute(result)
+
+
+def parse_signature(
+    parser: Parser,
+) -> tuple[dict[str, Attribute], list[Attribute], Attribute]:
+    """An optional attribute dictionary, then ``: operand types -> result type``."""
+    attributes = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    types: list[Attribute] = parser.parse_comma_separated_list(
+        parser.Delimiter.NONE, parser.parse_type
+    )
+    parser.parse_punctuation("->")
+    target: Attribute = parser.parse_type()
+    return attributes, types, target
+
+
+def parse_operands_and_axis(parser: Parser, name: str) -> tuple[list[UnresolvedOperand], int]:
+    """``%a, %b, ..., axis = N``: the operands and the axis."""
+    unresolved = [parser.parse_unresolved_operand()]
+    while parser.parse_optional_punctuation(",") is not None:
+        if parser.parse_optional_keyword("axis") is not None:
+            break
+        unresolved.append(parser.parse_unresolved_operand())
+    else:
+        parser.raise_error(f"{name} expects `, axis = N` after its operands")
+    parser.parse_punctuation("=")
+    return unresolved, parser.parse_integer(allow_boolean=False)
+
+
 def _print_window(printer: Printer, start: Sequence[int], step: Sequence[int]) -> None:
     printer.print_string(f", start = {_listed(start)}, step = {_listed(step)}")
 
@@ -128,6 +166,33 @@ class _WindowOperation(IRDLOperation):
             big.get_shape(),
         )
 
+    def print_extra_(self, printer: Printer) -> None:
+        """Hook: what follows the window (pad's value)."""
+
+    @classmethod
+    def parse_extra_(cls, parser: Parser) -> dict[str, Attribute]:
+        return {}
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        _print_window(printer, array_values(self.start), array_values(self.step))
+        self.print_extra_(printer)
+        printer.print_op_attributes(self.attributes)
+        print_signature(printer, [self.operand.type], self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        position = parser.pos
+        unresolved = parser.parse_unresolved_operand()
+        start, step = _parse_window(parser)
+        properties: dict[str, Attribute] = {"start": i64_array(start), "step": i64_array(step)}
+        properties |= cls.parse_extra_(parser)
+        attributes, types, target = parse_signature(parser)
+        operands = parser.resolve_operands([unresolved], types, position)
+        return cls.create(operands=operands, result_types=[target], properties=properties,
+                          attributes=attributes)  # fmt: skip
+
 
 @irdl_op_definition
 class SliceOp(_WindowOperation):
@@ -154,34 +219,6 @@ class SliceOp(_WindowOperation):
 
     def small_and_big(self) -> tuple[TensorType, TensorType]:
         return self.result.type, self.operand.type  # type: ignore[return-value]
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.operand)
-        _print_window(printer, array_values(self.start), array_values(self.step))
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.operand.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SliceOp:
-        unresolved = parser.parse_unresolved_operand()
-        start, step = _parse_window(parser)
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source = parser.parse_type()
-        parser.parse_punctuation("->")
-        target = parser.parse_type()
-        (operand,) = parser.resolve_operands([unresolved], [source], parser.pos)
-        return cls.create(
-            operands=[operand],
-            result_types=[target],
-            properties={"start": i64_array(start), "step": i64_array(step)},
-            attributes=attributes,
-        )
-
 
 @irdl_op_definition
 class PadOp(_WindowOperation):
@@ -227,38 +264,16 @@ class PadOp(_WindowOperation):
         element = self.result.type.element_type  # type: ignore[attr-defined]
         verify_literal_fits(self, "value", element, self.re.value.data, self.im.value.data)
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.operand)
-        _print_window(printer, array_values(self.start), array_values(self.step))
+    def print_extra_(self, printer: Printer) -> None:
         printer.print_string(", value = ")
         print_scalar_literal(printer, self.re.value.data, self.im.value.data)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.operand.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
 
     @classmethod
-    def parse(cls, parser: Parser) -> PadOp:
-        unresolved = parser.parse_unresolved_operand()
-        start, step = _parse_window(parser)
+    def parse_extra_(cls, parser: Parser) -> dict[str, Attribute]:
         parser.parse_punctuation(",")
         parser.parse_keyword("value")
         parser.parse_punctuation("=")
-        literal = parse_scalar_literal(parser)
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source = parser.parse_type()
-        parser.parse_punctuation("->")
-        target = parser.parse_type()
-        (operand,) = parser.resolve_operands([unresolved], [source], parser.pos)
-        return cls.create(
-            operands=[operand],
-            result_types=[target],
-            properties={"start": i64_array(start), "step": i64_array(step)} | literal,
-            attributes=attributes,
-        )
+        return parse_scalar_literal(parser)
 
 
 @irdl_op_definition
@@ -332,37 +347,17 @@ class ConcatenateOp(IRDLOperation):
         printer.print_list(self.inputs, printer.print_operand)
         printer.print_string(f", axis = {self.axis_value}")
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_list(self.inputs.types, printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, self.inputs.types, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConcatenateOp:
         position = parser.pos
-        unresolved = [parser.parse_unresolved_operand()]
-        while parser.parse_optional_punctuation(",") is not None:
-            if parser.parse_optional_keyword("axis") is not None:
-                break
-            unresolved.append(parser.parse_unresolved_operand())
-        else:
-            parser.raise_error("tidu.concatenate expects `, axis = N` after its operands")
-        parser.parse_punctuation("=")
-        axis = parser.parse_integer(allow_boolean=False)
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types: list[Attribute] = parser.parse_comma_separated_list(
-            parser.Delimiter.NONE, parser.parse_type
-        )
-        parser.parse_punctuation("->")
-        target = parser.parse_type()
+        unresolved, axis = parse_operands_and_axis(parser, cls.name)
+        attributes, types, target = parse_signature(parser)
         operands = parser.resolve_operands(unresolved, types, position)
-        return cls.create(
-            operands=operands,
-            result_types=[target],
-            properties={"axis": IntegerAttr(axis, i64)},
-            attributes=attributes,
-        )
+        return cls.create(operands=operands, result_types=[target],
+                          properties={"axis": IntegerAttr(axis, i64)},
+                          attributes=attributes)  # fmt: skip
 
 
 class _IndexedOperation(IRDLOperation):
@@ -427,10 +422,7 @@ class _IndexedOperation(IRDLOperation):
             printer.print_list(self.indices, printer.print_operand)
         printer.print_string(f", axis = {self.axis_value}")
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_list(self.operand_types, printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, self.operand_types, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> _IndexedOperation:
@@ -443,20 +435,11 @@ class _IndexedOperation(IRDLOperation):
         parser.parse_keyword("axis")
         parser.parse_punctuation("=")
         axis = parser.parse_integer(allow_boolean=False)
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types: list[Attribute] = parser.parse_comma_separated_list(
-            parser.Delimiter.NONE, parser.parse_type
-        )
-        parser.parse_punctuation("->")
-        target = parser.parse_type()
+        attributes, types, target = parse_signature(parser)
         operands = parser.resolve_operands([data, *indices], types, position)
-        return cls.create(
-            operands=operands,
-            result_types=[target],
-            properties={"axis": IntegerAttr(axis, i64)},
-            attributes=attributes,
-        )
+        return cls.create(operands=operands, result_types=[target],
+                          properties={"axis": IntegerAttr(axis, i64)},
+                          attributes=attributes)  # fmt: skip
 
 
 @irdl_op_definition
@@ -513,5 +496,6 @@ class ScatterAddOp(_IndexedOperation):
 
 
 __all__ = [
-    "ConcatenateOp", "GatherOp", "PadOp", "ScatterAddOp", "SliceOp", "verify_window",
+    "ConcatenateOp", "GatherOp", "PadOp", "ScatterAddOp", "SliceOp", "parse_operands_and_axis",
+    "parse_signature", "print_signature", "verify_window",
 ]  # fmt: skip

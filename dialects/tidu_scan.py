@@ -30,6 +30,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from .tidu_base import ElementKind, verify_tensor
+from .tidu_indexing import parse_operands_and_axis, parse_signature, print_signature
 
 
 class _ScanOperation(IRDLOperation):
@@ -92,37 +93,19 @@ class _ScanOperation(IRDLOperation):
         if self.is_reverse:
             printer.print_string(" reverse")
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_list(self.inputs.types, printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, self.inputs.types, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> _ScanOperation:
         position = parser.pos
-        unresolved = [parser.parse_unresolved_operand()]
-        while parser.parse_optional_punctuation(",") is not None:
-            if parser.parse_optional_keyword("axis") is not None:
-                break
-            unresolved.append(parser.parse_unresolved_operand())
-        else:
-            parser.raise_error(f"{cls.name} expects `, axis = N` after its operands")
-        parser.parse_punctuation("=")
-        properties: dict[str, Attribute] = {
-            "axis": IntegerAttr(parser.parse_integer(allow_boolean=False), i64)
-        }
+        unresolved, axis = parse_operands_and_axis(parser, cls.name)
+        properties: dict[str, Attribute] = {"axis": IntegerAttr(axis, i64)}
         if parser.parse_optional_keyword("reverse") is not None:
             properties["reverse"] = UnitAttr()
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-        parser.parse_punctuation("->")
-        target = parser.parse_type()
+        attributes, types, target = parse_signature(parser)
         operands = parser.resolve_operands(unresolved, types, position)
-        return cls.create(
-            operands=operands, result_types=[target], properties=properties,
-            attributes=attributes,
-        )  # fmt: skip
+        return cls.create(operands=operands, result_types=[target], properties=properties,
+                          attributes=attributes)  # fmt: skip
 
 
 @irdl_op_definition

@@ -171,11 +171,15 @@ def _loop_box(
     bounds: Sequence[tuple[SSAValue, SSAValue]],
     store: Callable[[list[SSAValue]], None],
 ) -> None:
-    """Loops over a box of index bounds (SSA values), calling ``store`` in the body."""
+    """Loops over a box of index bounds (SSA values), calling ``store`` in the body; the
+    outer loop is marked ``FILL_ATTR``."""
     shape = [0] * len(bounds)
     ivs, outer = body.loop_nest(shape, dict(enumerate(bounds)))
     store(ivs)
     body.close(outer)
+    if bounds:
+        assert outer.last_op is not None
+        outer.last_op.attributes[FILL_ATTR] = UnitAttr()
 
 
 def fill_result(
@@ -189,21 +193,6 @@ def fill_result(
 
     ``rows`` is the chunk's ``[lo, hi)`` of domain dimension 0 (None: the whole domain).
     """
-    block = body.block
-    before = set(block.ops)
-    _fill_result(body, kernel, j, out, rows)
-    for op in block.ops:  # the new loops and tests, not the shared index constants
-        if op not in before and not isinstance(op, arith.ConstantOp):
-            op.attributes[FILL_ATTR] = UnitAttr()
-
-
-def _fill_result(
-    body: Body,
-    kernel: KernelOp,
-    j: int,
-    out: SSAValue,
-    rows: tuple[SSAValue, SSAValue] | None,
-) -> None:
     fill = kernel.result_fill(j)
     assert fill is not None
     tensor = kernel.outputs[j].type
@@ -271,9 +260,13 @@ def _if_first_chunk(
     store: Callable[[list[SSAValue]], None],
 ) -> None:
     """``scf.if lo == 0 { loops over bounds }``."""
-    condition = _emit(body, arith.CmpiOp(lo, body.index(0), "eq"))
+    test = arith.CmpiOp(lo, body.index(0), "eq")
+    condition = _emit(body, test)
     then = Block()
-    body.emit(scf.IfOp(condition, [], [then]))
+    branch = scf.IfOp(condition, [], [then])
+    body.emit(branch)
+    for op in (test, branch):
+        op.attributes[FILL_ATTR] = UnitAttr()
     outer = body.block
     body.block = then
     _loop_box(body, bounds, store)

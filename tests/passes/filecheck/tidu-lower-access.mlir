@@ -13,8 +13,8 @@
 // CHECK-NEXT:          memref.store %1, %out0[%i0, %i1] : memref<5x7xf64>
 // CHECK:           scf.if %2 {
 // CHECK-NEXT:      scf.for %i0_1 = %c4 to %c5 step %c1 {
-// CHECK:         %4 = arith.addi %lo, %c1 {tidu.fill} : index
-// CHECK-NEXT:    %5 = arith.addi %hi, %c1 {tidu.fill} : index
+// CHECK:         %4 = arith.addi %lo, %c1 : index
+// CHECK-NEXT:    %5 = arith.addi %hi, %c1 : index
 // CHECK-NEXT:    scf.for %i0_2 = %4 to %5 step %c1 {
 // CHECK-NEXT:      scf.for %i1_2 = %c0 to %c2 step %c1 {
 // CHECK:         scf.for %i0_3 = %4 to %5 step %c1 {
