@@ -57,6 +57,7 @@ class ElementKind(Enum):
     """The element types an op accepts; the value is the text used in messages."""
 
     REAL = "f32 or f64"
+    ORDERED = "f32, f64 or i1"
     NUMERIC = "f32, f64, complex<f32> or complex<f64>"
     ANY = "f32, f64, complex<f32>, complex<f64> or i1"
     INDEX = "i32 or i64"
@@ -70,8 +71,8 @@ class ElementKind(Enum):
         if is_real_element(element):
             return True
         if is_complex_element(element):
-            return self is not ElementKind.REAL
-        return self in (ElementKind.ANY, ElementKind.ALL) and element == i1
+            return self not in (ElementKind.REAL, ElementKind.ORDERED)
+        return self in (ElementKind.ORDERED, ElementKind.ANY, ElementKind.ALL) and element == i1
 
 
 def is_real_element(element: Attribute) -> bool:

@@ -29,6 +29,13 @@ A map followed by `fill v` is partial: an operand read outside its bounds gives 
 (a concatenation reads each piece so, with `v = -0.0`, the identity of `+`), and the
 elements of a result that no iteration writes hold `v`. Without a fill every read and
 write must stay inside its tensor, which the verifier checks.
+
+A reduced result sums by default; a result map followed by `max`, `min` or `mul`
+combines its elements so instead (`tidu_reduce.COMBINERS`: from -inf, +inf or 1; max
+and min propagate NaN, and on i1 are `or` and `and`):
+
+    %m, %s = tidu.kernel ins(%x : tensor<4x8xf64>) domain [4, 8] maps [[0, 1]]
+               -> [[0] max, [0]] {...} : tensor<4xf64>, tensor<4xf64>
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     IntegerType,
+    StringAttr,
     TensorType,
     f64,
     i64,
@@ -72,6 +80,7 @@ from .tidu_base import (
     verify_tensor,
 )
 from .tidu_kernel_verify import verify_operand_access, verify_result_access
+from .tidu_reduce import COMBINERS
 
 Map = Sequence[int | Index]
 """A map as the builder takes it: plain ints (dimensions, -1) or ``Index`` entries."""
@@ -103,6 +112,9 @@ class KernelOp(IRDLOperation):
     result_access = opt_prop_def(ArrayAttr.constr(DenseArrayBase.constr(i64)))
     operand_fills = opt_prop_def(ArrayAttr.constr(ArrayAttr.constr(FloatAttr.constr(f64))))
     result_fills = opt_prop_def(ArrayAttr.constr(ArrayAttr.constr(FloatAttr.constr(f64))))
+    # How each result combines over its reduced dimensions, present only when some
+    # result does not sum (`add`).
+    result_combiners = opt_prop_def(ArrayAttr.constr(StringAttr))
     body = region_def()
 
     traits = traits_def(Pure(), IsolatedFromAbove())
@@ -117,15 +129,16 @@ class KernelOp(IRDLOperation):
         body: Region | None = None,
         operand_fills: Sequence[complex | None] = (),
         result_fills: Sequence[complex | None] = (),
+        result_combiners: Sequence[str] = (),
     ) -> None:
         """Without `body`, the body is one empty block with the element arguments.
-        Fills default to none."""
+        Fills default to none, combiners to `add`."""
         if body is None:
             arg_types = [element_type(SSAValue.get(value).type) for value in inputs]
             body = Region(Block(arg_types=arg_types))
         properties: dict[str, Attribute] = {"domain": i64_array(domain)}
         properties |= map_properties("operand", operand_maps, operand_fills)
-        properties |= map_properties("result", result_maps, result_fills)
+        properties |= map_properties("result", result_maps, result_fills, result_combiners)
         super().__init__(
             operands=[inputs],
             result_types=[result_types],
@@ -159,13 +172,20 @@ class KernelOp(IRDLOperation):
         """What the elements of result `index` no iteration writes hold, or None."""
         return _fill(self.result_fills, index)
 
+    def result_combiner(self, index: int) -> str:
+        """How result `index` combines over its reduced dimensions (`add`: a sum)."""
+        if self.result_combiners is None:
+            return "add"
+        return self.result_combiners.data[index].data
+
     def reduced_dims(self, index: int) -> tuple[int, ...]:
         """The iteration dimensions summed over for result `index`."""
         kept = set(self.result_map(index))
         return tuple(d for d in range(len(array_values(self.domain))) if d not in kept)
 
     def accumulates(self, index: int) -> bool:
-        """Result `index` is a sum from zero (`+=`): reduced, or written through `in<k>`."""
+        """Result `index` is combined from its identity (`+=`, or the combiner's):
+        reduced, or written through `in<k>`."""
         return bool(self.reduced_dims(index)) or any(
             not i.is_affine for i in self.result_indices(index)
         )
@@ -182,8 +202,9 @@ class KernelOp(IRDLOperation):
         for what, maps, values in (
             ("operand", self.operand_maps, self.inputs),
             ("result", self.result_maps, self.outputs),
+            ("result", self.result_combiners, self.outputs),
         ):
-            if len(maps) != len(values):
+            if maps is not None and len(maps) != len(values):
                 raise VerifyException(
                     f"{self.name} has {len(maps)} {what}_maps for {len(values)} {what}s; it "
                     f"needs one map per {what}."
@@ -221,10 +242,31 @@ class KernelOp(IRDLOperation):
 
     def _verify_reduction(self, index: int, tensor: TensorType) -> None:
         """A result summed into (over some iteration dimensions, or at the indices an
-        operand holds) has a numeric element type."""
+        operand holds) has a numeric element type; one combined by max or min an ordered
+        one (f32, f64, i1), and only over iteration dimensions."""
         reduced = self.reduced_dims(index)
         element = tensor.element_type
         assert isinstance(element, Attribute)
+        combiner = self.result_combiner(index)
+        if combiner not in COMBINERS:
+            raise VerifyException(
+                f"{self.name} result {index} has the combiner {combiner!r}; expected one of "
+                f"{', '.join(COMBINERS)}."
+            )
+        if combiner != "add":
+            kind = ElementKind.ORDERED if combiner in ("max", "min") else ElementKind.NUMERIC
+            if not reduced or not all(i.is_affine for i in self.result_indices(index)):
+                raise VerifyException(
+                    f"{self.name} result {index} is combined by {combiner}, so it must be "
+                    "reduced over some iteration dimension (and not written through an "
+                    "operand's indices)."
+                )
+            if not kind.accepts(element):
+                raise VerifyException(
+                    f"{self.name} result {index} is combined by {combiner}, but its element "
+                    f"type {element} is not {kind.value}."
+                )
+            return
         if self.accumulates(index) and not ElementKind.NUMERIC.accepts(element):
             what = f"sums over iteration dimensions {_listed(reduced)}" if reduced else (
                 "accumulates (it is written through an operand's indices)")
@@ -274,7 +316,8 @@ class KernelOp(IRDLOperation):
                     [self.operand_fill(i) for i in range(len(self.inputs))])  # fmt: skip
         printer.print_string(" -> ")
         _print_maps(printer, [self.result_indices(j) for j in range(len(self.outputs))],
-                    [self.result_fill(j) for j in range(len(self.outputs))])  # fmt: skip
+                    [self.result_fill(j) for j in range(len(self.outputs))],
+                    [self.result_combiner(j) for j in range(len(self.outputs))])  # fmt: skip
         printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
         printer.print_region(self.body)
@@ -300,9 +343,11 @@ class KernelOp(IRDLOperation):
         parser.parse_keyword("domain")
         domain = _parse_ints(parser)
         parser.parse_keyword("maps")
-        operand_maps, operand_fills = _parse_maps(parser)
+        operand_maps, operand_fills, operand_combiners = _parse_maps(parser)
+        if any(c != "add" for c in operand_combiners):
+            parser.raise_error("tidu.kernel operand maps take no combiner (max, min, mul)")
         parser.parse_punctuation("->")
-        result_maps, result_fills = _parse_maps(parser)
+        result_maps, result_fills, result_combiners = _parse_maps(parser)
         attributes = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region()
         result_types: list[Attribute] = []
@@ -315,7 +360,7 @@ class KernelOp(IRDLOperation):
             result_types=result_types,
             properties={"domain": i64_array(domain)}
             | map_properties("operand", operand_maps, operand_fills)
-            | map_properties("result", result_maps, result_fills),
+            | map_properties("result", result_maps, result_fills, result_combiners),
             regions=[body],
         )
         if attributes is not None:
@@ -324,9 +369,11 @@ class KernelOp(IRDLOperation):
 
 
 def map_properties(
-    side: str, maps: Sequence[Map], fills: Sequence[complex | None]
+    side: str, maps: Sequence[Map], fills: Sequence[complex | None],
+    combiners: Sequence[str] = (),
 ) -> dict[str, Attribute]:
-    """The properties storing the maps and fills of one side (`operand` or `result`)."""
+    """The properties storing the maps, fills and combiners of one side (`operand` or
+    `result`; combiners are of results only)."""
     indices = [[as_index(entry) for entry in m] for m in maps]
     properties: dict[str, Attribute] = {
         f"{side}_maps": ArrayAttr([i64_array([i.dim for i in m]) for m in indices])
@@ -341,6 +388,9 @@ def map_properties(
             parts = scalar_properties(fill) if fill is not None else {}
             entries.append(ArrayAttr([parts["re"], parts["im"]] if parts else []))
         properties[f"{side}_fills"] = ArrayAttr(entries)
+    if any(c != "add" for c in combiners):
+        padded = list(combiners) + ["add"] * (len(indices) - len(combiners))
+        properties[f"{side}_combiners"] = ArrayAttr([StringAttr(c) for c in padded])
     return properties
 
 
@@ -363,7 +413,8 @@ def _print_ints(printer: Printer, values: Sequence[int]) -> None:
 
 
 def _print_maps(
-    printer: Printer, maps: Sequence[Sequence[Index]], fills: Sequence[complex | None]
+    printer: Printer, maps: Sequence[Sequence[Index]], fills: Sequence[complex | None],
+    combiners: Sequence[str] = (),
 ) -> None:
     def print_map(position: int) -> None:
         with printer.in_square_brackets():
@@ -372,6 +423,8 @@ def _print_maps(
         if fill is not None:
             printer.print_string(" fill ")
             print_scalar_literal(printer, fill.real, fill.imag)
+        if combiners and combiners[position] != "add":
+            printer.print_string(f" {combiners[position]}")
 
     with printer.in_square_brackets():
         printer.print_list(range(len(maps)), print_map)
@@ -383,8 +436,9 @@ def _parse_ints(parser: Parser) -> list[int]:
     )
 
 
-def _parse_maps(parser: Parser) -> tuple[list[list[Index]], list[complex | None]]:
+def _parse_maps(parser: Parser) -> tuple[list[list[Index]], list[complex | None], list[str]]:
     fills: list[complex | None] = []
+    combiners: list[str] = []
 
     def parse_map() -> list[Index]:
         indices = parser.parse_comma_separated_list(
@@ -395,10 +449,13 @@ def _parse_maps(parser: Parser) -> tuple[list[list[Index]], list[complex | None]
             literal = parse_scalar_literal(parser)
             fill = complex(literal["re"].value.data, literal["im"].value.data)  # type: ignore[attr-defined]
         fills.append(fill)
+        combiner = next((c for c in COMBINERS[1:]
+                         if parser.parse_optional_keyword(c) is not None), "add")  # fmt: skip
+        combiners.append(combiner)
         return indices
 
     maps = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_map)
-    return maps, fills
+    return maps, fills, combiners
 
 
 @irdl_op_definition

@@ -13,9 +13,11 @@ What joins a kernel (``fusion_kind``):
   * views (``broadcast_in_dim``, ``slice``, ``concatenate``): each becomes the operand
     map(s) of its operand(s), which must come from outside the kernel (nothing is
     materialized; see ``tidu_fusion_access``);
-  * embeds (``reduce_sum``, ``pad``): each becomes a kernel result whose map omits the
-    summed dimensions or places the value in a bigger result (the rest holding the
-    pad value); such a value leaves the kernel and feeds nothing inside it.
+  * embeds (``reduce_sum``, ``reduce_max``, ``reduce_min``, ``reduce_prod``, ``pad``,
+    ``scatter_add``): each becomes a kernel result whose map omits the reduced
+    dimensions (combined by the reduction's ``max``, ``min`` or ``mul`` when it is not a
+    sum) or places the value in a bigger result (the rest holding the pad value); such
+    a value leaves the kernel and feeds nothing inside it.
 ``dot_general``, ``reshape``, ``transpose``, ``constant`` and the ops on complex
 values (by default all of them; with ``complex_kernels=true`` those without a complex
 lowering: log, sqrt, tanh, sin, cos, pow, sincos) stay where they are
@@ -85,6 +87,7 @@ from .tidu_fusion_access import (
     VIEW_OPS,
     InputKey,
     Position,
+    embed_combiner,
     embed_map,
     view_inputs,
 )
@@ -206,12 +209,15 @@ def build_kernel(group: Group) -> tuple[KernelOp, list[SSAValue]] | None:
     rank = len(group.domain)
     result_maps: list[tuple[Index, ...]] = []
     result_fills: list[complex | None] = []
+    result_combiners: list[str] = []
     for value in outputs:
         owner = value.owner
         if isinstance(owner, EMBED_OPS):
             mapping, fill = embed_map(owner, rank, position)
+            result_combiners.append(embed_combiner(owner))
         else:
             mapping, fill = _identity(rank), None
+            result_combiners.append("add")
         result_maps.append(mapping)
         result_fills.append(fill)
     kernel = KernelOp(
@@ -223,6 +229,7 @@ def build_kernel(group: Group) -> tuple[KernelOp, list[SSAValue]] | None:
         region,
         operand_fills=[f for _, _, f in keys],
         result_fills=result_fills,
+        result_combiners=result_combiners,
     )
     return kernel, outputs
 

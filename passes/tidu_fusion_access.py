@@ -20,7 +20,9 @@ becomes that result's map:
 =================  ===================================================================
 embed              kernel result map
 =================  ===================================================================
-reduce_sum         the kept dimensions (the others are summed over)
+reduce_sum         the kept dimensions (the others are summed over); ``reduce_max``,
+reduce_max, ...    ``reduce_min``, ``reduce_prod`` the same, with the combiner ``max``,
+                   ``min``, ``mul`` (``embed_combiner``)
 pad                ``[0*2+1] fill v`` (``start + step * i``; the rest holds the pad value)
 scatter_add        ``[0, in1, 2]``: summed into from zero at the positions of the index
                    tensors (inputs mapped as for a gather)
@@ -44,7 +46,8 @@ from tidu_compile.dialects.tidu_indexing import (
     ScatterAddOp,
     SliceOp,
 )
-from tidu_compile.dialects.tidu_shape import BroadcastInDimOp, ReduceSumOp
+from tidu_compile.dialects.tidu_reduce import ReduceOperation
+from tidu_compile.dialects.tidu_shape import BroadcastInDimOp
 from xdsl.dialects.builtin import ComplexType, TensorType
 from xdsl.ir import Operation, SSAValue
 
@@ -55,6 +58,7 @@ __all__ = [
     "Position",
     "VIEW_OPS",
     "broadcast_map",
+    "embed_combiner",
     "embed_map",
     "view_inputs",
 ]
@@ -62,7 +66,7 @@ __all__ = [
 VIEW_OPS = (BroadcastInDimOp, SliceOp, ConcatenateOp, GatherOp)
 """Ops whose operands must come from outside the group: they become operand maps."""
 
-EMBED_OPS = (ReduceSumOp, PadOp, ScatterAddOp)
+EMBED_OPS = (ReduceOperation, PadOp, ScatterAddOp)
 """Ops whose results must leave the group: they become result maps."""
 
 INDEXED_OPS = (GatherOp, ScatterAddOp)
@@ -137,7 +141,7 @@ def embed_map(
     op: Operation, rank: int, position: Position
 ) -> tuple[tuple[Index, ...], complex | None]:
     """The result map (and fill) of an embed op's result in a group of this rank."""
-    if isinstance(op, ReduceSumOp):
+    if isinstance(op, ReduceOperation):
         axes = set(array_values(op.axes))
         return tuple(Index(d) for d in range(rank) if d not in axes), None
     if isinstance(op, PadOp):
@@ -146,3 +150,12 @@ def embed_map(
     if isinstance(op, ScatterAddOp):
         return _indexed_map(op, rank, position), None
     raise TypeError(f"{op.name} is not an embed op")
+
+
+def embed_combiner(op: Operation) -> str:
+    """How an embed op's result combines what the iterations write: its reduction's
+    combiner, else ``add`` (a scatter-add sums; a pad, or a reduction over no axes,
+    writes each element once)."""
+    if isinstance(op, ReduceOperation) and array_values(op.axes):
+        return op.COMBINER
+    return "add"

@@ -114,6 +114,17 @@ def _indexed(
     return generate
 
 
+def with_zeros(shape: tuple[int, ...], dtype: str, flat: Sequence[int]):
+    """Random inputs with zeros at the ``flat`` positions (products and their gradients)."""
+
+    def generate(rng: np.random.Generator) -> list[np.ndarray]:
+        x = random_array(rng, shape, dtype)
+        x.flat[list(flat)] = 0
+        return [x]
+
+    return generate
+
+
 def table_elementwise() -> list[type[TensorOp]]:
     """The parameterless unary and binary elementwise primitives of the op table: their
     cases derive from the table (dtypes from ``allowed_dtypes``, inputs from ``domain``)."""
@@ -296,12 +307,7 @@ def _build() -> list[Case]:
                 add(Case(op.mnemonic, op, args, _indexed(data, bound, index, dtype, index_dtype)))
 
     def with_zero(shape: tuple[int, ...], dtype: str):
-        def generate(rng: np.random.Generator) -> list[np.ndarray]:
-            x = random_array(rng, shape, dtype)
-            x.flat[1] = 0  # cumprod's gradient must stay exact at a zero
-            return [x]
-
-        return generate
+        return with_zeros(shape, dtype, [1])  # cumprod's gradient must stay exact at a zero
 
     for dtype in ALL:  # scans
         add(_same("cum_sum", ops.CumSum(0), (4, 3), dtype, 1))
@@ -313,6 +319,33 @@ def _build() -> list[Case]:
     add(_same("linear_scan", ops.LinearScan(0, (6, 2)), (6, 2), "float64", 2))
     for dtype in FLOAT_DTYPES:
         add(_same("argsort", ops.Argsort(1), (3, 5), dtype, 1))
+
+    # ---------------------------------------------------------------- reductions
+    extrema = [  # operand shape, axes: square and repeated extents, every axis combination
+        ((3, 3), (0,)),
+        ((3, 3), (1,)),
+        ((2, 3, 4), (1,)),
+        ((2, 2, 2), (0, 2)),
+        ((2, 3, 3), (1, 2)),
+        ((2, 3, 4), (0, 1, 2)),
+        ((4,), (0,)),
+        ((2, 3), ()),
+    ]
+    for dtype in FLOAT_DTYPES:  # random normals: no ties (ties: test_reductions.py)
+        for operand, axes in extrema if dtype == "float64" else extrema[2:4]:
+            for op in (ops.ReduceMax(axes, operand), ops.ReduceMin(axes, operand)):
+                add(_same(f"{op.mnemonic}{axes}", op, operand, dtype, 1))
+        for axis in (0, 1):
+            add(_same(f"argmax{axis}", ops.Argmax(axis), (3, 4), dtype, 1))
+            add(_same(f"argmin{axis}", ops.Argmin(axis), (3, 4), dtype, 1))
+    for dtype in ALL:
+        every = dtype == "float64"
+        for operand, axes in extrema if every else extrema[2:4]:
+            add(_same(f"reduce_prod{axes}", ops.ReduceProd(axes, operand), operand, dtype, 1))
+        add(Case("reduce_prod_one_zero", ops.ReduceProd((1,), (3, 4)), (Arg((3, 4), dtype),),
+                 with_zeros((3, 4), dtype, [1])))  # fmt: skip
+        add(Case("reduce_prod_two_zeros", ops.ReduceProd((0,), (3, 4)), (Arg((3, 4), dtype),),
+                 with_zeros((3, 4), dtype, [1, 9])))  # fmt: skip
 
     for dtype in ALL:
         for operand, shape, dims in broadcasts:

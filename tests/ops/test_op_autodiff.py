@@ -318,7 +318,8 @@ def test_case_table_covers_every_op_class() -> None:
     missing = {cls.__name__ for cls in ops.ALL_OPS} - covered - {"Constant"}
     assert not missing, f"op classes without a table row: {sorted(missing)}"
     dtypes = {(type(c.op).__name__, a.dtype) for c in CASES for a in c.args}
-    for name in ("Add", "Exp", "Pow", "DotGeneral", "ReduceSum", "BroadcastInDim", "SinCos"):
+    for name in ("Add", "Exp", "Pow", "DotGeneral", "ReduceSum", "ReduceProd", "BroadcastInDim",
+                 "SinCos"):  # fmt: skip
         for dtype in ("float32", "float64", "complex64", "complex128"):
             assert (name, dtype) in dtypes, (name, dtype)
 
@@ -359,6 +360,11 @@ def _reference_value(case: Case, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.broadcast_to(xs[0].reshape(expanded), op.shape)]
     if isinstance(op, ops.ReduceSum):
         return [np.sum(xs[0], axis=op.axes)]
+    if isinstance(op, ops.ReduceMax | ops.ReduceMin | ops.ReduceProd):
+        function = {ops.ReduceMax: np.max, ops.ReduceMin: np.min, ops.ReduceProd: np.prod}
+        return [function[type(op)](xs[0], axis=op.axes)]
+    if isinstance(op, ops.Argmax | ops.Argmin):
+        return [(np.argmax if isinstance(op, ops.Argmax) else np.argmin)(xs[0], axis=op.axis)]
     if isinstance(op, ops.Reshape):
         return [np.reshape(xs[0], op.shape)]
     if isinstance(op, ops.Transpose):

@@ -128,6 +128,7 @@ def _step_lines(
         constants[f"CHUNKS{number}"] = partial(
             parallel.run_chunked, step.runner, partial=kernel.partial_outputs,
             extent=kernel.extent, work=kernel.work, to_argument=bound.to_argument,
+            combiners=kernel.partial_combiners,
         )  # fmt: skip
         lines.append(f"    CHUNKS{number}([{', '.join(inputs)}], [{', '.join(outputs)}])")
         return lines

@@ -6,8 +6,9 @@ thread runs one, a small process-wide pool runs the others (ctypes releases the 
 during the native call). Waking a pool thread costs tens of microseconds here, so a
 kernel is split only when it runs for about 0.15 ms or more on one thread: a tanh
 backward over 256x512 elements takes 22 us on one thread and 61 us on two. Outputs
-that the kernel sums over dimension 0 are private per chunk and added up afterwards;
-every other output is shared (chunks write disjoint rows).
+that the kernel reduces over dimension 0 are private per chunk and combined afterwards
+(added up, or their maxima, minima or products: ``COMBINE``); every other output is
+shared (chunks write disjoint rows).
 
 ``TIDU_COMPILE_THREADS`` sets the thread count (default: the CPUs this process may use,
 at most 8); 1 turns threading off. A forked child starts a pool of its own (the
@@ -24,11 +25,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PARALLEL_WORK", "run_chunked", "thread_count"]
+__all__ = ["COMBINE", "PARALLEL_WORK", "run_chunked", "thread_count"]
 
 #: Estimated work (elements x loop-body operations) from which a kernel runs on several
 #: threads; about 0.15 ms of one thread's time for f64 math on the benchmark machine.
 PARALLEL_WORK = 10_000_000
+
+#: How the chunks' private partial results combine, by the kernel result's combiner
+#: (NaN-propagating max and min, as the kernels; on bool, ``or`` and ``and``).
+COMBINE: dict[str, np.ufunc] = {
+    "add": np.add, "max": np.maximum, "min": np.minimum, "mul": np.multiply,
+}  # fmt: skip
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -73,10 +80,12 @@ def run_chunked(
     extent: int,
     work: int,
     to_argument: Callable[[Any], int],
+    combiners: Sequence[str] = (),
 ) -> None:
     """Run ``call(*inputs, *outputs, lo, hi)`` over ``[0, extent)``, in parallel if large.
 
-    ``outputs[j]`` for ``j in partial`` are summed over the chunks' private copies.
+    ``outputs[j]`` for ``j in partial`` are combined over the chunks' private copies by
+    ``combiners`` (one per partial output; empty: all ``add``).
     """
     threads = min(thread_count(), extent) if work >= PARALLEL_WORK else 1
     in_args = [to_argument(a) for a in inputs]
@@ -99,6 +108,6 @@ def run_chunked(
     run(0)
     for future in futures:
         future.result()
-    for j in partial:
+    for j, combiner in zip(partial, combiners or ("add",) * len(partial), strict=True):
         for copy in chunk_outputs[1:]:
-            np.add(outputs[j], copy[j], out=outputs[j])
+            COMBINE[combiner](outputs[j], copy[j], out=outputs[j])

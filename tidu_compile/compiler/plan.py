@@ -68,7 +68,9 @@ class KernelStep:
 
     A chunked kernel (``extent > 0``) also takes the ``[lo, hi)`` rows of its domain's
     dimension 0 and may run on several threads (see ``compiler.parallel``);
-    ``partial_outputs`` are the outputs it sums over that dimension. ``work`` estimates
+    ``partial_outputs`` are the outputs it reduces over that dimension, combined as
+    ``partial_combiners`` says (``add``, ``max``, ``min``, ``mul``; empty: all
+    ``add``). ``work`` estimates
     its cost: the domain size times the operations of its loop body after the math
     functions are expanded (an exp is ~30 of them), halved for f32 (twice the lanes).
     """
@@ -80,6 +82,7 @@ class KernelStep:
     domain_size: int = 0
     partial_outputs: tuple[int, ...] = ()
     work: int = 0
+    partial_combiners: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -205,7 +208,7 @@ class BoundPlan:
                 if kernel.extent:
                     run_chunked(
                         runner, [buffers[i] for i in inputs], results, kernel.partial_outputs,
-                        kernel.extent, kernel.work, to_argument,
+                        kernel.extent, kernel.work, to_argument, kernel.partial_combiners,
                     )  # fmt: skip
                 else:
                     runner(*[to_argument(buffers[i]) for i in inputs], *map(to_argument, results))

@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
+    StringAttr,
     UnrealizedConversionCastOp,
 )
 from xdsl.ir import Operation, SSAValue
@@ -38,9 +39,9 @@ from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 
 __all__ = ["LIBRARY_BY_DESIGN", "build_plan", "node_function"]
 
-#: tidu ops that run as numpy library calls by design (BLAS, layout changes, scans and
-#: sorting); any other tidu op left outside a kernel is a fallback (the compiler could
-#: not lower it).
+#: tidu ops that run as numpy library calls by design (BLAS, layout changes, scans,
+#: sorting, argmax and argmin); any other tidu op left outside a kernel is a fallback
+#: (the compiler could not lower it).
 LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = (
     tidu.DotGeneralOp,
     tidu.ReshapeOp,
@@ -50,6 +51,8 @@ LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = (
     tidu.CumProdOp,
     tidu.LinearScanOp,
     tidu.ArgsortOp,
+    tidu.ArgmaxOp,
+    tidu.ArgminOp,
 )
 
 
@@ -78,6 +81,13 @@ def _int_list_attribute(op: Operation, name: str) -> list[int]:
     if not isinstance(attribute, ArrayAttr):
         return []
     return [a.value.data for a in attribute.data if isinstance(a, IntegerAttr)]
+
+
+def _string_list_attribute(op: Operation, name: str) -> tuple[str, ...]:
+    attribute = op.attributes.get(name)
+    if not isinstance(attribute, ArrayAttr):
+        return ()
+    return tuple(a.data for a in attribute.data if isinstance(a, StringAttr))
 
 
 def _kernel_sizes(module: ModuleOp) -> dict[str, int]:
@@ -157,6 +167,7 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
                     domain_size,
                     tuple(_int_list_attribute(op, "tidu.partial_outputs")),
                     _work(domain_size, kernel_sizes.get(symbol, 1), [types[b] for b in buffers]),
+                    _string_list_attribute(op, "tidu.partial_combiners"),
                 )
             )
         elif isinstance(op, func.ReturnOp):

@@ -54,6 +54,11 @@ TO_TIDU: dict[type, Builder] = {
         xs[0], p.broadcast_dimensions, p.shape
     ),
     ops.ReduceSum: lambda p, xs, ts: tidu.ReduceSumOp(xs[0], p.axes),
+    ops.ReduceMax: lambda p, xs, ts: tidu.ReduceMaxOp(xs[0], p.axes),
+    ops.ReduceMin: lambda p, xs, ts: tidu.ReduceMinOp(xs[0], p.axes),
+    ops.ReduceProd: lambda p, xs, ts: tidu.ReduceProdOp(xs[0], p.axes),
+    ops.Argmax: lambda p, xs, ts: tidu.ArgmaxOp(xs[0], p.axis),
+    ops.Argmin: lambda p, xs, ts: tidu.ArgminOp(xs[0], p.axis),
     ops.Reshape: lambda p, xs, ts: tidu.ReshapeOp(xs[0], p.shape),
     ops.Transpose: lambda p, xs, ts: tidu.TransposeOp(xs[0], p.permutation),
     ops.DotGeneral: lambda p, xs, ts: tidu.DotGeneralOp(
@@ -149,9 +154,12 @@ FROM_TIDU: dict[type, Callable[[Any], Any]] = {
         tuple(op.broadcast_dimensions.get_values()),
         op_type(op.operands[0]).shape,
     ),
-    tidu.ReduceSumOp: lambda op: ops.ReduceSum(
-        tuple(op.axes.get_values()), op_type(op.operands[0]).shape
-    ),
+    tidu.ReduceSumOp: lambda op: _reduction(ops.ReduceSum, op),
+    tidu.ReduceMaxOp: lambda op: _reduction(ops.ReduceMax, op),
+    tidu.ReduceMinOp: lambda op: _reduction(ops.ReduceMin, op),
+    tidu.ReduceProdOp: lambda op: _reduction(ops.ReduceProd, op),
+    tidu.ArgmaxOp: lambda op: ops.Argmax(op.axis_value),
+    tidu.ArgminOp: lambda op: ops.Argmin(op.axis_value),
     tidu.ReshapeOp: lambda op: ops.Reshape(
         op_type(op.results[0]).shape, op_type(op.operands[0]).shape
     ),
@@ -199,6 +207,10 @@ FROM_TIDU: dict[type, Callable[[Any], Any]] = {
     ),
     tidu.ArgsortOp: lambda op: ops.Argsort(op.axis_value),
 }
+
+
+def _reduction(primitive: type[ops.Reduction], op: Any) -> ops.Reduction:
+    return primitive(tuple(op.axes.get_values()), op_type(op.operands[0]).shape)
 
 
 def _scalar(value: complex) -> complex | float:

@@ -2,8 +2,11 @@
 
 The function modules, each with its ``__all__``: ``elementwise`` (generated from the op
 table, plus ``where``, ``power``, ...), ``composites`` (``abs``, ``clip``, ``sinc``,
-...), ``activations`` (``sigmoid``, ``relu``, ``softplus``, ``gelu``, ``erf``),
-``reductions``, ``shapes``, ``linalg``, ``products`` and ``einsum`` (contractions),
+...), ``activations`` (``sigmoid``, ``relu``, ``softplus``, ``gelu``, ``erf``,
+``stop_gradient``), ``reductions`` (``sum``, ``max``, ``prod``, ``argmax``, ``any``...),
+``statistics`` (``var``, ``std``, ``average``), ``softmax`` (``logsumexp``,
+``softmax``, ``log_softmax``), ``norms`` (``norm``), ``shapes``, ``linalg``,
+``products`` and ``einsum`` (contractions),
 ``joining`` (``concatenate``, ``stack``, ``split``, ...), ``arrays`` (``flip``,
 ``pad``, ``sort``, ``cumsum``, ...), ``gather`` (``take``, ``take_along_axis``) and
 ``promotion`` (``astype``, ``broadcast_to``). ``Tensor.__getitem__`` is ``indexing``
@@ -23,10 +26,13 @@ from tidu_compile.frontend import (
     gather,
     joining,
     linalg,
+    norms,
     products,
     promotion,
     reductions,
     shapes,
+    softmax,
+    statistics,
 )
 from tidu_compile.frontend.autograd import grad
 from tidu_compile.frontend.composite import function
@@ -50,6 +56,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **{name: getattr(activations, name) for name in activations.__all__},
     **{name: getattr(reductions, name) for name in reductions.__all__
        if name != "normalize_axes"},
+    **{name: getattr(module, name) for module in (statistics, softmax, norms)
+       for name in module.__all__},
     **{name: getattr(shapes, name) for name in shapes.__all__},
     **{name: getattr(linalg, name) for name in linalg.__all__},
     **{name: getattr(joining, name) for name in joining.__all__},
