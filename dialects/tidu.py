@@ -7,7 +7,10 @@ those types, which is how they appear in the body of a `tidu.kernel`.
 The ops live in these files, re-exported here:
 - `tidu_elementwise`: the hand-written elementwise ops and the family bases;
 - `tidu_table`: the ops generated from the op table (exp, log, sub, div, ...);
-- `tidu_shape`: broadcast_in_dim, reduce_sum, reshape, transpose, dot_general;
+- `tidu_shape`: broadcast_in_dim, reshape, transpose, dot_general;
+- `tidu_reduce`: reduce_sum, reduce_max, reduce_min, reduce_prod, argmax, argmin;
+- `tidu_indexing`: slice, pad, concatenate, gather, scatter_add;
+- `tidu_scan`: cum_sum, cum_prod, linear_scan, argsort;
 - `tidu_kernel`: kernel and yield.
 `tidu_base` holds the type helpers and the elementwise family base class.
 
@@ -58,8 +61,19 @@ from .tidu_elementwise import (
     ToComplexOp,
     UnaryElementwiseOperation,
 )
+from .tidu_indexing import ConcatenateOp, GatherOp, PadOp, ScatterAddOp, SliceOp
 from .tidu_kernel import KernelOp, YieldOp
-from .tidu_shape import BroadcastInDimOp, DotGeneralOp, ReduceSumOp, ReshapeOp, TransposeOp
+from .tidu_reduce import (
+    ArgmaxOp,
+    ArgminOp,
+    ReduceMaxOp,
+    ReduceMinOp,
+    ReduceOperation,
+    ReduceProdOp,
+    ReduceSumOp,
+)
+from .tidu_scan import ArgsortOp, CumProdOp, CumSumOp, LinearScanOp
+from .tidu_shape import BroadcastInDimOp, DotGeneralOp, ReshapeOp, TransposeOp
 from .tidu_table import derive_ops
 
 HAND_WRITTEN_OPS: tuple[type[IRDLOperation], ...] = (
@@ -67,7 +81,13 @@ HAND_WRITTEN_OPS: tuple[type[IRDLOperation], ...] = (
     AddOp, MulOp, NegOp, ConjOp, RealOp, ImagOp, SinCosOp, CompareOp, SelectOp,
     PowOp, ScaleOp, ShiftOp, FullLikeOp, ToComplexOp, ConvertOp, ConstantOp,
     # shape
-    BroadcastInDimOp, ReduceSumOp, ReshapeOp, TransposeOp, DotGeneralOp,
+    BroadcastInDimOp, ReshapeOp, TransposeOp, DotGeneralOp,
+    # reductions (argmax, argmin: library calls)
+    ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ArgmaxOp, ArgminOp,
+    # indexing and joining
+    SliceOp, PadOp, ConcatenateOp, GatherOp, ScatterAddOp,
+    # scans (library calls)
+    CumSumOp, CumProdOp, LinearScanOp, ArgsortOp,
 )  # fmt: skip
 
 OP_OF_PRIMITIVE, GENERATED_OPS = derive_ops(HAND_WRITTEN_OPS)
@@ -102,31 +122,46 @@ __all__ = [
     "OP_OF_PRIMITIVE",
     "PRIMITIVE_OF_OP",
     "AddOp",
+    "ArgmaxOp",
+    "ArgminOp",
+    "ArgsortOp",
     "BinaryElementwiseOperation",
     "BroadcastInDimOp",
     "CompareOp",
+    "ConcatenateOp",
     "ComplexPartOperation",
     "ConjOp",
     "ConstantOp",
     "ConvertOp",
+    "CumProdOp",
+    "CumSumOp",
     "DotGeneralOp",
     "ElementKind",
     "ElementwiseOperation",
     "FloatParameterUnaryOperation",
     "FullLikeOp",
+    "GatherOp",
     "ImagOp",
     "KernelOp",
+    "LinearScanOp",
     "LiteralUnaryOperation",
     "MulOp",
     "NegOp",
+    "PadOp",
     "PowOp",
     "RealOp",
+    "ReduceMaxOp",
+    "ReduceMinOp",
+    "ReduceOperation",
+    "ReduceProdOp",
     "ReduceSumOp",
     "ReshapeOp",
     "ScaleOp",
+    "ScatterAddOp",
     "SelectOp",
     "ShiftOp",
     "SinCosOp",
+    "SliceOp",
     "Tidu",
     "ToComplexOp",
     "TransposeOp",

@@ -2,7 +2,8 @@
 
 Values of tidu ops are ranked tensors with a static shape (`tensor<4x8xf64>`, the 0-d
 `tensor<f64>`) or, inside the body of a `tidu.kernel`, scalars. Element types are
-f32, f64, complex<f32>, complex<f64> and i1 (compare results and select masks).
+f32, f64, complex<f32>, complex<f64>, i1 (compare results and select masks), and i32 and
+i64 for the index tensors of gathers and scatters.
 
 The elementwise family shares one custom syntax:
 
@@ -36,6 +37,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     f64,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -55,15 +57,22 @@ class ElementKind(Enum):
     """The element types an op accepts; the value is the text used in messages."""
 
     REAL = "f32 or f64"
+    ORDERED = "f32, f64 or i1"
     NUMERIC = "f32, f64, complex<f32> or complex<f64>"
     ANY = "f32, f64, complex<f32>, complex<f64> or i1"
+    INDEX = "i32 or i64"
+    ALL = "f32, f64, complex<f32>, complex<f64>, i1, i32 or i64"
 
     def accepts(self, element: Attribute) -> bool:
+        if element in (i32, i64):
+            return self in (ElementKind.INDEX, ElementKind.ALL)
+        if self is ElementKind.INDEX:
+            return False
         if is_real_element(element):
             return True
         if is_complex_element(element):
-            return self is not ElementKind.REAL
-        return self is ElementKind.ANY and element == i1
+            return self not in (ElementKind.REAL, ElementKind.ORDERED)
+        return self in (ElementKind.ORDERED, ElementKind.ANY, ElementKind.ALL) and element == i1
 
 
 def is_real_element(element: Attribute) -> bool:
@@ -115,6 +124,8 @@ DTYPE_ELEMENT_TYPES: dict[str, Attribute] = {
     "complex64": ComplexType(Float32Type()),
     "complex128": ComplexType(Float64Type()),
     "bool": i1,
+    "int32": i32,
+    "int64": i64,
 }
 """numpy dtype name -> tidu element type."""
 
@@ -129,16 +140,20 @@ def tensor_type(shape: Sequence[int], dtype: str) -> TensorType:
     return TensorType(DTYPE_ELEMENT_TYPES[dtype], shape)
 
 
-def value_type_error(type_: Attribute, allow_scalar: bool) -> str | None:
-    """Why `type_` is not a tidu value type, as the end of a sentence, or `None`."""
+def value_type_error(type_: Attribute, allow_scalar: bool, integers: bool = False) -> str | None:
+    """Why `type_` is not a tidu value type, as the end of a sentence, or `None`.
+
+    Integer (i32, i64) tensors are values only where `integers` is set: the kernel
+    operands and index operands that hold them; never scalars of the elementwise ops."""
+    kind = ElementKind.ALL if integers else ElementKind.ANY
     kinds = "a ranked tensor with a static shape" + (" or a scalar" if allow_scalar else "")
-    expected = f"{kinds} of {ElementKind.ANY.value}"
+    expected = f"{kinds} of {kind.value}"
     if isinstance(type_, TensorType):
         if type_.encoding != NoneAttr():
             return f"is {type_}, but tidu tensors carry no encoding"
         if any(size < 0 for size in type_.get_shape()):
             return f"is {type_}, which has a dynamic dimension, but it must be {expected}"
-        if ElementKind.ANY.accepts(cast(Attribute, type_.element_type)):
+        if kind.accepts(cast(Attribute, type_.element_type)):
             return None
     elif allow_scalar and ElementKind.ANY.accepts(type_):
         return None
@@ -149,16 +164,19 @@ def is_value_type(type_: Attribute, allow_scalar: bool = True) -> bool:
     return value_type_error(type_, allow_scalar) is None
 
 
-def verify_value_type(op: IRDLOperation, what: str, type_: Attribute, allow_scalar: bool) -> None:
+def verify_value_type(
+    op: IRDLOperation, what: str, type_: Attribute, allow_scalar: bool, integers: bool = False
+) -> None:
     """Raise a `VerifyException` unless `type_` is a tidu value type."""
-    error = value_type_error(type_, allow_scalar)
+    error = value_type_error(type_, allow_scalar, integers)
     if error is not None:
         raise VerifyException(f"{op.name} {what} {error}.")
 
 
 def verify_tensor(op: IRDLOperation, what: str, type_: Attribute, kind: ElementKind) -> TensorType:
     """Check that `type_` is a static tensor whose element type `kind` accepts."""
-    verify_value_type(op, what, type_, allow_scalar=False)
+    integers = kind in (ElementKind.INDEX, ElementKind.ALL)
+    verify_value_type(op, what, type_, allow_scalar=False, integers=integers)
     tensor = cast(TensorType, type_)
     element = cast(Attribute, tensor.element_type)
     if not kind.accepts(element):

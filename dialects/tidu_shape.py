@@ -1,4 +1,5 @@
-"""The shape ops of the `tidu` dialect: broadcast, reduce, reshape, transpose, dot.
+"""The shape ops of the `tidu` dialect: broadcast, reshape, transpose, dot (the
+reductions, which share `ShapeOperation`, are in `tidu_reduce`).
 
 They take and return ranked tensors with static shapes only (never scalars), keep
 the element type, and print their types as `operand types -> result type`:
@@ -47,11 +48,11 @@ def _element(type_: TensorType) -> Attribute:
     return element
 
 
-def _listed(values: Sequence[int]) -> str:
+def listed(values: Sequence[int]) -> str:
     return "[" + ", ".join(str(v) for v in values) + "]"
 
 
-def _verify_axes_in_range(
+def verify_axes_in_range(
     op: IRDLOperation, prop: str, axes: Sequence[int], rank: int, of: str
 ) -> None:
     for index, axis in enumerate(axes):
@@ -128,13 +129,13 @@ class BroadcastInDimOp(ShapeOperation):
         source_shape, target_shape = source.get_shape(), target.get_shape()
         if len(dims) != len(source_shape):
             raise VerifyException(
-                f"{self.name} has broadcast_dimensions {_listed(dims)} for an operand of rank "
+                f"{self.name} has broadcast_dimensions {listed(dims)} for an operand of rank "
                 f"{len(source_shape)} ({source}); it needs one entry per operand dimension."
             )
-        _verify_axes_in_range(self, "broadcast_dimensions", dims, len(target_shape), "result")
+        verify_axes_in_range(self, "broadcast_dimensions", dims, len(target_shape), "result")
         if any(a >= b for a, b in zip(dims, dims[1:], strict=False)):
             raise VerifyException(
-                f"{self.name} has broadcast_dimensions {_listed(dims)}, which must be strictly "
+                f"{self.name} has broadcast_dimensions {listed(dims)}, which must be strictly "
                 "increasing."
             )
         for index, (size, dim) in enumerate(zip(source_shape, dims, strict=True)):
@@ -144,46 +145,6 @@ class BroadcastInDimOp(ShapeOperation):
                     f"to result dimension {dim} of size {target_shape[dim]}; the operand size "
                     f"must be 1 or {target_shape[dim]}."
                 )
-
-
-@irdl_op_definition
-class ReduceSumOp(ShapeOperation):
-    """Sum over `axes` (sorted, unique); the result drops those dimensions.
-
-    %y = tidu.reduce_sum %x, axes = [0] : tensor<4x8xf64> -> tensor<8xf64>
-    """
-
-    name = "tidu.reduce_sum"
-
-    axes = prop_def(DenseArrayBase.constr(i64))
-
-    traits = traits_def(Pure())
-    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.NUMERIC
-
-    assembly_format = (
-        "$operand `,` `axes` `=` $axes attr-dict `:` type($operand) `->` type($result)"
-    )
-
-    def __init__(self, operand: SSAValue | Operation, axes: Sequence[int]) -> None:
-        source = _tensor_type(operand)
-        shape = [size for dim, size in enumerate(source.get_shape()) if dim not in set(axes)]
-        self.init_shape_(operand, shape, {"axes": i64_array(axes)})
-
-    def verify_(self) -> None:
-        source, target = self.verify_types_()
-        axes = array_values(self.axes)
-        shape = source.get_shape()
-        _verify_axes_in_range(self, "axes", axes, len(shape), "operand")
-        if any(a >= b for a, b in zip(axes, axes[1:], strict=False)):
-            raise VerifyException(
-                f"{self.name} has axes {_listed(axes)}, which must be sorted and unique."
-            )
-        expected = tuple(size for dim, size in enumerate(shape) if dim not in axes)
-        if target.get_shape() != expected:
-            raise VerifyException(
-                f"{self.name} sums {source} over axes {_listed(axes)}, so its result shape "
-                f"must be {_listed(expected)}, but the result is {target}."
-            )
 
 
 @irdl_op_definition
@@ -239,14 +200,14 @@ class TransposeOp(ShapeOperation):
         shape = source.get_shape()
         if sorted(permutation) != list(range(len(shape))):
             raise VerifyException(
-                f"{self.name} has permutation {_listed(permutation)}, which is not a "
+                f"{self.name} has permutation {listed(permutation)}, which is not a "
                 f"permutation of range({len(shape)}) for the operand {source}."
             )
         expected = tuple(shape[p] for p in permutation)
         if target.get_shape() != expected:
             raise VerifyException(
-                f"{self.name} permutes {source} by {_listed(permutation)}, so its result shape "
-                f"must be {_listed(expected)}, but the result is {target}."
+                f"{self.name} permutes {source} by {listed(permutation)}, so its result shape "
+                f"must be {listed(expected)}, but the result is {target}."
             )
 
 
@@ -341,20 +302,20 @@ class DotGeneralOp(IRDLOperation):
             left, right = dims[f"lhs_{kind}"], dims[f"rhs_{kind}"]
             if len(left) != len(right):
                 raise VerifyException(
-                    f"{self.name} has lhs_{kind} {_listed(left)} and rhs_{kind} "
-                    f"{_listed(right)}, which must have the same length."
+                    f"{self.name} has lhs_{kind} {listed(left)} and rhs_{kind} "
+                    f"{listed(right)}, which must have the same length."
                 )
         for side, shape in (("lhs", lhs_shape), ("rhs", rhs_shape)):
             used = dims[f"{side}_batch"] + dims[f"{side}_contracting"]
             for kind in ("batch", "contracting"):
-                _verify_axes_in_range(
+                verify_axes_in_range(
                     self, f"{side}_{kind}", dims[f"{side}_{kind}"], len(shape), side
                 )
             if len(set(used)) != len(used):
                 raise VerifyException(
                     f"{self.name} uses a {side} dimension twice among {side}_batch "
-                    f"{_listed(dims[side + '_batch'])} and {side}_contracting "
-                    f"{_listed(dims[side + '_contracting'])}."
+                    f"{listed(dims[side + '_batch'])} and {side}_contracting "
+                    f"{listed(dims[side + '_contracting'])}."
                 )
         for kind in ("batch", "contracting"):
             pairs = zip(dims[f"lhs_{kind}"], dims[f"rhs_{kind}"], strict=True)
@@ -375,7 +336,7 @@ class DotGeneralOp(IRDLOperation):
         )
         if result.get_shape() != expected:
             raise VerifyException(
-                f"{self.name} must have the result shape {_listed(expected)} (batch, lhs free, "
+                f"{self.name} must have the result shape {listed(expected)} (batch, lhs free, "
                 f"rhs free dimensions), but the result is {result}."
             )
 
@@ -383,7 +344,7 @@ class DotGeneralOp(IRDLOperation):
 __all__ = [
     "BroadcastInDimOp",
     "DotGeneralOp",
-    "ReduceSumOp",
+    "ShapeOperation",
     "ReshapeOp",
     "TransposeOp",
 ]

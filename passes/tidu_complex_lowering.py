@@ -212,6 +212,7 @@ COMPLEX_LOWERINGS: dict[type[TensorOp], ComplexLowering] = {
     ops.Div: lambda op, args, emit: [complex_div(emit, args[0], args[1])],
     ops.Neg: _neg,
     ops.Conj: _conj,
+    ops.StopGradient: lambda op, args, emit: [args[0]],
     ops.Real: _real,
     ops.Imag: _imag,
     ops.ToComplex: _to_complex,

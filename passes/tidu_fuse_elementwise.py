@@ -10,10 +10,14 @@ What joins a kernel (``fusion_kind``):
     sincos) on tensors, when ``is_fusible`` accepts its types: f32, f64 and i1
     always; complex ones only with the option ``complex_kernels=true`` and when the
     op has a row in ``COMPLEX_LOWERINGS``;
-  * ``broadcast_in_dim``: it becomes the operand map of its operand, which must come
-    from outside the kernel (nothing is materialized);
-  * ``reduce_sum``: it becomes a kernel result whose map omits the summed dimensions;
-    a reduced value leaves the kernel and feeds nothing inside it.
+  * views (``broadcast_in_dim``, ``slice``, ``concatenate``): each becomes the operand
+    map(s) of its operand(s), which must come from outside the kernel (nothing is
+    materialized; see ``tidu_fusion_access``);
+  * embeds (``reduce_sum``, ``reduce_max``, ``reduce_min``, ``reduce_prod``, ``pad``,
+    ``scatter_add``): each becomes a kernel result whose map omits the reduced
+    dimensions (combined by the reduction's ``max``, ``min`` or ``mul`` when it is not a
+    sum) or places the value in a bigger result (the rest holding the pad value); such
+    a value leaves the kernel and feeds nothing inside it.
 ``dot_general``, ``reshape``, ``transpose``, ``constant`` and the ops on complex
 values (by default all of them; with ``complex_kernels=true`` those without a complex
 lowering: log, sqrt, tanh, sin, cos, pow, sincos) stay where they are
@@ -23,17 +27,16 @@ a ``full_like`` inside a kernel becomes one (it reads nothing).
 
 The algorithm is greedy, in program order, and never merges two groups:
   1. The domain of an op is the shape it iterates over: its result shape, or the
-     operand shape for ``reduce_sum``. Every value inside a group (except reduced
-     results) has the group's domain, so the domain is the group's largest
-     pre-reduction shape.
+     operand shape for an embed (``reduce_sum``, ``pad``). Every value inside a group
+     (except embedded results) has the group's domain.
   2. A fusible op joins the first group that accepts it, trying the groups of its
      operands' producers (in operand order), then every other group with its domain
      (latest first); if none does, it starts a new group. A group accepts an op when
      the domains are equal and no operand would close a cycle: the kernels and ops
      it reads from (other than the group) must not depend on the group, directly or
      through other kernels and ops (a search in the graph of groups and unfused ops
-     built so far, whose dependencies grow as groups do). Reduced values and the
-     operand of a broadcast must come from outside the group.
+     built so far, whose dependencies grow as groups do). Embedded values and the
+     operands of views must come from outside the group.
   3. Each group becomes one ``tidu.kernel``: its inputs are the outside values it
      reads (a value read through two maps is two inputs), its results are the member
      values used outside the group, in program order. Values used only inside do not
@@ -63,14 +66,15 @@ After (the kernel line wrapped)::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from tidu_compile.dialects.tidu_base import array_values, element_type
+from tidu_compile.dialects.tidu_access import Index
+from tidu_compile.dialects.tidu_base import element_type
 from tidu_compile.dialects.tidu_constant import ConstantOp
-from tidu_compile.dialects.tidu_elementwise import FullLikeOp
+from tidu_compile.dialects.tidu_elementwise import AddOp, FullLikeOp
+from tidu_compile.dialects.tidu_indexing import ConcatenateOp, ScatterAddOp
 from tidu_compile.dialects.tidu_kernel import KernelOp, YieldOp
-from tidu_compile.dialects.tidu_shape import BroadcastInDimOp, ReduceSumOp
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -78,6 +82,15 @@ from xdsl.ir import Block, Operation, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import region_dce
 
+from .tidu_fusion_access import (
+    EMBED_OPS,
+    VIEW_OPS,
+    InputKey,
+    Position,
+    embed_combiner,
+    embed_map,
+    view_inputs,
+)
 from .tidu_fusion_groups import (
     FusionKind,
     Group,
@@ -93,46 +106,62 @@ from .tidu_fusion_groups import (
 # ---------------------------------------------------------------------------------
 
 
-def _identity(rank: int) -> tuple[int, ...]:
-    return tuple(range(rank))
+def _identity(rank: int) -> tuple[Index, ...]:
+    return tuple(Index(d) for d in range(rank))
 
 
-def _input_key(op: Operation, value: SSAValue) -> tuple[SSAValue, tuple[int, ...]]:
-    if isinstance(op, BroadcastInDimOp):
-        return value, broadcast_map(op)
+def _plain_key(value: SSAValue) -> InputKey:
+    """The input of a value read element by element (made outside the group)."""
     assert isinstance(value.type, TensorType)
-    return value, _identity(len(value.type.get_shape()))
+    return value, _identity(len(value.type.get_shape())), None
 
 
-def _reads(group: Group, op: Operation) -> list[SSAValue]:
-    """Operands of a member that become kernel inputs (not made inside, not inlined)."""
+def _inlined(value: SSAValue) -> bool:
+    """A splat constant is copied into the body as a scalar, never read."""
+    return isinstance(value.owner, ConstantOp)
+
+
+def _reads(group: Group, op: Operation, position: Position) -> list[InputKey]:
+    """The kernel inputs a member reads (values made outside the group, not inlined;
+    index tensors through ``position``)."""
     if isinstance(op, FullLikeOp):
         return []
-    return [
-        v for v in op.operands if not group.makes(v) and not isinstance(v.owner, ConstantOp)
-    ]
+    if isinstance(op, ConcatenateOp):  # where a piece lies depends on the position
+        return view_inputs(op, position)
+    if isinstance(op, VIEW_OPS):
+        return [key for key in view_inputs(op, position) if not _inlined(key[0])]
+    if isinstance(op, ScatterAddOp):  # its index tensors are read through its result map
+        embed_map(op, len(group.domain), position)
+        return [] if group.makes(op.data) or _inlined(op.data) else [_plain_key(op.data)]
+    return [_plain_key(v) for v in op.operands if not group.makes(v) and not _inlined(v)]
 
 
 def build_kernel(group: Group) -> tuple[KernelOp, list[SSAValue]] | None:
     """The kernel of a group and the member values its results replace (``None``
     when no member value is used outside the group)."""
-    keys: list[tuple[SSAValue, tuple[int, ...]]] = []
+    keys: list[InputKey] = []
+
+    def position(key: InputKey) -> int:
+        if key not in keys:
+            keys.append(key)
+        return keys.index(key)
+
     for op in group.members:
-        for value in _reads(group, op):
-            if (key := _input_key(op, value)) not in keys:
-                keys.append(key)
+        for key in _reads(group, op, position):
+            position(key)
     outputs: list[SSAValue] = [
         r for op in group.members for r in op.results
         if any(use.operation not in group.member_set for use in r.uses)
-    ]
+    ]  # fmt: skip
     if not outputs:
         return None
-    block = Block(arg_types=[element_type(v.type) for v, _ in keys])
-    for arg, (value, _) in zip(block.args, keys, strict=True):
+    block = Block(arg_types=[element_type(v.type) for v, _, _ in keys])
+    for arg, (value, _, _) in zip(block.args, keys, strict=True):
         arg.name_hint = value.name_hint
     scalars: dict[SSAValue, SSAValue] = {}
 
-    def scalar(op: Operation, value: SSAValue) -> SSAValue:
+    def scalar(value: SSAValue, key: InputKey | None = None) -> SSAValue:
+        """The body scalar of ``value`` (read through ``key``, plainly by default)."""
         if value in scalars:
             return scalars[value]
         owner = value.owner
@@ -140,19 +169,31 @@ def build_kernel(group: Group) -> tuple[KernelOp, list[SSAValue]] | None:
             constant = ConstantOp(owner.value, element_type(value.type))
             constant.result.name_hint = value.name_hint
             block.add_op(constant)
-            scalars[value] = constant.result
             return constant.result
-        return block.args[keys.index(_input_key(op, value))]
+        return block.args[keys.index(key or _plain_key(value))]
 
     for op in group.members:
-        if isinstance(op, BroadcastInDimOp | ReduceSumOp):
-            scalars[op.results[0]] = scalar(op, op.operands[0])
+        if isinstance(op, ConcatenateOp):  # the sum of the pieces, each -0.0 off itself
+            pieces = [block.args[keys.index(key)] for key in view_inputs(op, position)]
+            total = pieces[0]
+            for piece in pieces[1:]:
+                add = AddOp(total, piece)
+                block.add_op(add)
+                total = add.result
+            scalars[op.results[0]] = total
+            continue
+        if isinstance(op, VIEW_OPS):
+            (key,) = view_inputs(op, position)
+            scalars[op.results[0]] = scalar(key[0], key)
+            continue
+        if isinstance(op, EMBED_OPS):
+            scalars[op.results[0]] = scalar(op.operands[0])
             continue
         if isinstance(op, FullLikeOp):
             new: Operation = ConstantOp(op.value, element_type(op.result.type))
         else:
             new = type(op).create(
-                operands=[scalar(op, v) for v in op.operands],
+                operands=[scalar(v) for v in op.operands],
                 result_types=[element_type(t) for t in op.result_types],
                 properties=dict(op.properties),
                 attributes=dict(op.attributes),
@@ -166,21 +207,29 @@ def build_kernel(group: Group) -> tuple[KernelOp, list[SSAValue]] | None:
     region_dce(region)  # members whose values nothing reads
 
     rank = len(group.domain)
-    result_maps: list[Sequence[int]] = []
+    result_maps: list[tuple[Index, ...]] = []
+    result_fills: list[complex | None] = []
+    result_combiners: list[str] = []
     for value in outputs:
         owner = value.owner
-        if isinstance(owner, ReduceSumOp):
-            axes = set(array_values(owner.axes))
-            result_maps.append([d for d in range(rank) if d not in axes])
+        if isinstance(owner, EMBED_OPS):
+            mapping, fill = embed_map(owner, rank, position)
+            result_combiners.append(embed_combiner(owner))
         else:
-            result_maps.append(_identity(rank))
+            mapping, fill = _identity(rank), None
+            result_combiners.append("add")
+        result_maps.append(mapping)
+        result_fills.append(fill)
     kernel = KernelOp(
-        [v for v, _ in keys],
+        [v for v, _, _ in keys],
         [v.type for v in outputs],
         group.domain,
-        [m for _, m in keys],
+        [m for _, m, _ in keys],
         result_maps,
         region,
+        operand_fills=[f for _, _, f in keys],
+        result_fills=result_fills,
+        result_combiners=result_combiners,
     )
     return kernel, outputs
 

@@ -14,16 +14,15 @@ from enum import Enum
 
 from tidu_compile.dialects.tidu_base import (
     ElementwiseOperation,
-    array_values,
     element_type,
     is_complex_element,
     is_real_element,
 )
-from tidu_compile.dialects.tidu_shape import BroadcastInDimOp, ReduceSumOp
 from xdsl.dialects.builtin import TensorType, i1
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from .tidu_complex_lowering import has_complex_lowering
+from .tidu_fusion_access import EMBED_OPS, INDEXED_OPS, VIEW_OPS, broadcast_map
 from .tidu_scalar_lowering import scalar_lowering
 
 
@@ -31,11 +30,14 @@ def is_fusible(op: Operation, complex_kernels: bool = False) -> bool:
     """THE predicate: whether ``op`` may compute inside a kernel. An elementwise op needs
     a lowering row for its element types (``SCALAR_LOWERINGS`` for f32, f64 and i1;
     ``COMPLEX_LOWERINGS`` for complex values, and only with ``complex_kernels``), so a
-    kernel never holds an op that ``tidu-lower-to-loops`` cannot lower; broadcasts and
-    reductions join on any of these types (complex ones with ``complex_kernels``)."""
+    kernel never holds an op that ``tidu-lower-to-loops`` cannot lower; views and embeds
+    (broadcasts, slices, concatenations, reductions, pads: ``tidu_fusion_access``) join
+    on any of these types (complex ones with ``complex_kernels``)."""
     types = [*op.operand_types, *op.result_types]
     if not types or not all(isinstance(t, TensorType) for t in types):
         return False
+    if isinstance(op, INDEXED_OPS):  # integer index tensors: only the data's types count
+        types = [op.operands[0].type, op.results[0].type]
     elements = [element_type(t) for t in types]
     if not all(is_real_element(e) or e == i1 or is_complex_element(e) for e in elements):
         return False
@@ -47,9 +49,13 @@ def is_fusible(op: Operation, complex_kernels: bool = False) -> bool:
 
 
 class FusionKind(Enum):
+    """``ELEMENTWISE``: computes in the body; ``VIEW``: operand maps of values made
+    outside the group (broadcast, slice, concatenate); ``EMBED``: a result map of a
+    member value (reduce_sum, pad), whose result leaves the group."""
+
     ELEMENTWISE = "elementwise"
-    BROADCAST = "broadcast"
-    REDUCE = "reduce"
+    VIEW = "view"
+    EMBED = "embed"
 
 
 def fusion_kind(op: Operation, complex_kernels: bool = False) -> FusionKind | None:
@@ -58,32 +64,19 @@ def fusion_kind(op: Operation, complex_kernels: bool = False) -> FusionKind | No
         return None
     if isinstance(op, ElementwiseOperation):
         return FusionKind.ELEMENTWISE
-    if isinstance(op, BroadcastInDimOp):
-        return FusionKind.BROADCAST
-    if isinstance(op, ReduceSumOp):
-        return FusionKind.REDUCE
+    if isinstance(op, VIEW_OPS):
+        return FusionKind.VIEW
+    if isinstance(op, EMBED_OPS):
+        return FusionKind.EMBED
     return None
 
 
 def domain_of(op: Operation) -> tuple[int, ...]:
-    """The iteration shape of a fusible op: the operand shape of a reduction, else
-    the result shape."""
-    value = op.operands[0] if isinstance(op, ReduceSumOp) else op.results[0]
+    """The iteration shape of a fusible op: the operand shape of an embed (a
+    reduction, a pad), else the result shape."""
+    value = op.operands[0] if isinstance(op, EMBED_OPS) else op.results[0]
     assert isinstance(value.type, TensorType)
     return value.type.get_shape()
-
-
-def broadcast_map(op: BroadcastInDimOp) -> tuple[int, ...]:
-    """The kernel operand map of a broadcast's operand: the result dimension of each
-    operand dimension, or -1 where a size-1 dimension is broadcast."""
-    source, target = op.operand.type, op.result.type
-    assert isinstance(source, TensorType) and isinstance(target, TensorType)
-    target_shape = target.get_shape()
-    return tuple(
-        dim if size == target_shape[dim] else -1
-        for size, dim in zip(source.get_shape(), array_values(op.broadcast_dimensions),
-                             strict=True)
-    )
 
 
 @dataclass(eq=False)
@@ -143,7 +136,7 @@ class Grouper:
         for value in op.operands:
             if group.makes(value):
                 assert isinstance(value, OpResult)
-                if kind is FusionKind.BROADCAST or isinstance(value.op, ReduceSumOp):
+                if kind is FusionKind.VIEW or isinstance(value.op, EMBED_OPS):
                     return False
         outside = self._producer_units(op) - {group.unit}
         return not self._depends_on(outside, group.unit)

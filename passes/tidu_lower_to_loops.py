@@ -15,12 +15,20 @@ with the unit attribute ``tidu.kernel``. Kernel function convention:
     no offset, i1 one byte per element as numpy's bool); a tensor<Sxcomplex<fN>> is
     memref<Sx2xfN>, the same buffer seen as (re, im) pairs. Every argument carries
     ``{llvm.noalias}`` (inputs may repeat, outputs are fresh buffers);
-  * body: the outputs of reductions are zeroed by a loop nest of their own; then one
-    ``scf.for`` nest over the domain (index type, the last dimension innermost) loads
-    every operand at its mapped indices (``%c0`` for a ``-1`` dimension), computes
-    the body with arith/math ops, stores each plain result, and adds each reduced
-    result into its output (load, ``arith.addf`` with ``fastmath<reassoc>`` so LLVM
-    may vectorize the sum, store).
+  * body: the outputs of reductions are set to their combiner's identity by a loop
+    nest of their own (0 for a sum, -inf for a max...); then one ``scf.for`` nest over
+    the domain (index type, the last dimension innermost) loads every operand at its
+    mapped indices (``%c0`` for a ``-1`` dimension), computes the body with arith/math
+    ops, stores each plain result, and combines each reduced result into its output
+    (load, ``arith.addf`` with ``fastmath<reassoc>`` so LLVM may vectorize the sum,
+    or ``arith.maximumf``, ... : ``tidu_loop_combine``; store).
+  * map entries that are more than a dimension (slices, gathers, pads, scatter-adds:
+    ``tidu_access.Index``) become index arithmetic (``tidu_loop_access``): affine ones
+    ``arith.muli``/``addi``, ``in<k>`` ones a load of the index operand, wrapped and
+    clamped into the dimension; a result written through ``in<k>`` accumulates like a
+    reduced one. An operand with a fill is read at index 0 and the fill selected where
+    its index leaves it; a result with a fill gets it, before the main nest, where no
+    iteration writes.
 
 In ``@f`` each kernel is replaced, in this exact form, by::
 
@@ -86,7 +94,6 @@ from tidu_compile.dialects.tidu_base import element_type
 from tidu_compile.dialects.tidu_kernel import KernelOp, YieldOp
 from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, func, memref, scf
-from xdsl.dialects.arith import FastMathFlagsAttr
 from xdsl.dialects.builtin import (
     ArrayAttr,
     ComplexType,
@@ -95,20 +102,19 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
+    StringAttr,
     TensorType,
     UnitAttr,
     UnrealizedConversionCastOp,
 )
-from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from .errors import LoweringError
 from .tidu_complex_lowering import Scalar, complex_lowering
+from .tidu_loop_access import fill_result, guarded_load, index_values, whole_fill_results
+from .tidu_loop_combine import combine, identity
 from .tidu_scalar_lowering import Emit, constant, lower_scalar_op
-
-REASSOC = FastMathFlagsAttr([FastMathFlag.REASSOC])
-"""Fastmath flag of the accumulating adds: lets LLVM keep vector partial sums."""
 
 KERNEL_ATTR = "tidu.kernel"
 """Unit attribute marking the outlined kernel functions."""
@@ -228,9 +234,10 @@ def _name(scalar: Scalar, source: SSAValue) -> None:
 
 
 def is_chunked(kernel: KernelOp, chunked: bool) -> bool:
-    """Whether the kernel function takes a ``[lo, hi)`` range of domain dimension 0."""
+    """Whether the kernel function takes a ``[lo, hi)`` range of domain dimension 0
+    (not for an empty domain, nor when a result is filled whole: ``whole_fill_results``)."""
     domain = kernel.domain.get_values()
-    return chunked and len(domain) > 0 and domain[0] > 0  # empty: no chunks
+    return chunked and len(domain) > 0 and domain[0] > 0 and not whole_fill_results(kernel)
 
 
 def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) -> func.FuncOp:
@@ -252,30 +259,51 @@ def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) ->
         entry.args[-2].name_hint, entry.args[-1].name_hint = "lo", "hi"
         chunk[0] = (entry.args[-2], entry.args[-1])
 
-    reduced = [bool(kernel.reduced_dims(j)) for j in range(len(outs))]
+    accumulates = [kernel.accumulates(j) for j in range(len(outs))]
     for j, out in enumerate(outs):
-        if reduced[j]:
-            # A chunk zeroes only the rows of domain dim 0 it owns; an output summed over
-            # dim 0 is a private partial buffer of the chunk and is zeroed whole.
+        if accumulates[j]:
+            # A chunk starts only the rows of domain dim 0 it owns; an output reduced over
+            # dim 0 is a private partial buffer of the chunk and is started whole.
             result_map = list(kernel.result_map(j))
             rows = {result_map.index(0): chunk[0]} if chunk and 0 in result_map else {}
             ivs, outer = body.loop_nest(_tensor_shape(kernel.outputs[j].type), rows)
-            zero = constant(body.emit, 0.0, out_types[j].element_type)
-            for indices in body.parts(ivs, kernel.outputs[j].type):
-                body.emit(memref.StoreOp.get(zero, out, indices))
+            parts = body.parts(ivs, kernel.outputs[j].type)
+            element = out_types[j].element_type
+            start = identity(kernel.result_combiner(j), element, len(parts))
+            for indices, number in zip(parts, start, strict=True):
+                body.emit(memref.StoreOp.get(constant(body.emit, number, element), out, indices))
             body.close(outer)
+        elif kernel.result_fill(j) is not None:  # where no iteration writes: the fill
+            fill_result(body, kernel, j, out, chunk.get(0))
 
     ivs, outer = body.loop_nest(domain, chunk)
+    integers: dict[int, SSAValue] = {}
+
+    def read_via(k: int) -> SSAValue:
+        """The integer index operand ``k`` holds at this point (loaded once)."""
+        if k not in integers:
+            shape = _tensor_shape(kernel.inputs[k].type)
+            where = index_values(body, kernel.operand_indices(k), ivs, shape, read_via)
+            integers[k] = body.emit(memref.LoadOp.get(ins[k], where)).results[0]
+        return integers[k]
+
     kernel_block = kernel.body.block
     values: dict[SSAValue, Scalar] = {}
     for index, arg in enumerate(kernel_block.args):
         if arg.uses:
-            mapping = kernel.operand_map(index)
-            indices = [body.index(0) if d == -1 else ivs[d] for d in mapping]
-            values[arg] = tuple(
-                body.emit(memref.LoadOp.get(ins[index], part)).results[0]
-                for part in body.parts(indices, kernel.inputs[index].type)
-            )
+            tensor = kernel.inputs[index].type
+            shape = _tensor_shape(tensor)
+            mapping = kernel.operand_indices(index)
+            indices = index_values(body, mapping, ivs, shape, read_via)
+            fill = kernel.operand_fill(index)
+            if fill is None:
+                values[arg] = tuple(
+                    body.emit(memref.LoadOp.get(ins[index], part)).results[0]
+                    for part in body.parts(indices, tensor)
+                )
+            else:
+                values[arg] = guarded_load(body, ins[index], tensor, mapping, indices, shape,
+                                           domain, fill)  # fmt: skip
             _name(values[arg], arg)
     for op in kernel_block.ops:
         if isinstance(op, YieldOp):
@@ -290,12 +318,15 @@ def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) ->
     terminator = kernel_block.last_op
     assert isinstance(terminator, YieldOp)
     for j, (value, out) in enumerate(zip(terminator.values, outs, strict=True)):
-        indices = [ivs[d] for d in kernel.result_map(j)]
-        for scalar, part in zip(values[value], body.parts(indices, kernel.outputs[j].type),
-                                strict=True):
-            if reduced[j]:
-                old = body.emit(memref.LoadOp.get(out, part)).results[0]
-                scalar = body.emit(arith.AddfOp(old, scalar, REASSOC)).results[0]
+        tensor = kernel.outputs[j].type
+        indices = index_values(body, kernel.result_indices(j), ivs, _tensor_shape(tensor),
+                               read_via)  # fmt: skip
+        parts = body.parts(indices, tensor)
+        scalars = values[value]
+        if accumulates[j]:
+            old = tuple(body.emit(memref.LoadOp.get(out, part)).results[0] for part in parts)
+            scalars = combine(body.emit, kernel.result_combiner(j), old, scalars)
+        for scalar, part in zip(scalars, parts, strict=True):
             body.emit(memref.StoreOp.get(scalar, out, part))
     body.close(outer)
     body.emit(func.ReturnOp())
@@ -317,8 +348,9 @@ def replace_kernel(kernel: KernelOp, symbol: str, chunked: bool = False) -> None
 
     A chunked kernel's call also passes ``%c0, %cN`` (the whole range of domain dim 0)
     and carries ``tidu.chunk_extent`` (N), ``tidu.domain_size`` and
-    ``tidu.partial_outputs`` (the outputs summed over dim 0, which a caller running
-    chunks in parallel gives each chunk privately and adds up afterwards).
+    ``tidu.partial_outputs`` (the outputs reduced over dim 0, which a caller running
+    chunks in parallel gives each chunk privately and combines afterwards) and, when
+    one of them is not a sum, ``tidu.partial_combiners`` (their combiners: ``max``...).
     """
     block = kernel.parent_block()
     assert block is not None
@@ -363,6 +395,11 @@ def replace_kernel(kernel: KernelOp, symbol: str, chunked: bool = False) -> None
             "tidu.domain_size": IntegerAttr(prod(domain), 64),
             "tidu.partial_outputs": ArrayAttr([IntegerAttr(j, 64) for j in partial]),
         }
+        combiners = [kernel.result_combiner(j) for j in partial]
+        if any(c != "add" for c in combiners):
+            call_attributes["tidu.partial_combiners"] = ArrayAttr(
+                [StringAttr(c) for c in combiners]
+            )
     call = func.CallOp(symbol, arguments, [])
     call.attributes.update(call_attributes)
     new_ops.append(call)

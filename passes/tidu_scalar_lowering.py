@@ -174,6 +174,7 @@ SCALAR_LOWERINGS: dict[type[TensorOp], ScalarLowering] = {
     ops.Sqrt: _unary_math(math.SqrtOp),
     ops.SinCos: _sincos,
     ops.Conj: _identity,
+    ops.StopGradient: _identity,
     ops.Real: _identity,
     ops.Imag: _imag,
     ops.Pow: _pow,

@@ -28,6 +28,11 @@ GROUPS = {
     "reductions": "reductions",
     "shapes": "shapes",
     "linalg": "contractions",
+    "products": "contractions",
+    "einsum": "contractions",
+    "arrays": "array manipulation",
+    "joining": "joining and splitting",
+    "gather": "indexing",
     "promotion": "dtypes and broadcasting",
     "creation": "constructors (constant tensors)",
 }

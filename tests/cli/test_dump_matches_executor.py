@@ -18,6 +18,7 @@ from tidu_compile.tools.bench.workloads import (
     make_w3,
     make_w4,
 )
+from tidu_compile.tools.bench.workloads_indexing import make_w5, make_w6
 from tidu_compile.tools.dump import backward_nodes, stage_text
 
 import tidu_compile as tc
@@ -35,6 +36,8 @@ WORKLOADS = [
         make_w3("float32", 8, 12, 16, 3, composite=composite),
         make_w3("float64", 8, 12, 16, 3, composite=composite),
         make_w4(16, 24, composite=composite),
+        make_w5(12, 7, 5, composite=composite),
+        make_w6(3, 4, composite=composite),
     )
 ]
 

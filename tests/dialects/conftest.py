@@ -29,6 +29,7 @@ ARGS = {
     "e": "tensor<f64>",
     "d": "tensor<?xf64>",
     "i": "tensor<4xi32>",
+    "n": "tensor<4xi64>",
     "k": "tensor<2x3x4xf64>",
     "l": "tensor<2x4x5xf64>",
     "q": "tensor<8x8xf64>",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tidu_compile.dialects import tidu
 from tidu_compile.dialects.tidu import OP_OF_PRIMITIVE, Tidu
-from xdsl.dialects.builtin import ComplexType, TensorType, f32, f64, i1
+from xdsl.dialects.builtin import ComplexType, TensorType, f32, f64, i1, i64
 from xdsl.ir import Block
 from xdsl.irdl import IRDLOperation
 
@@ -77,6 +77,14 @@ CANONICAL = [
     "%r = tidu.reduce_sum %x, axes = [0] : tensor<4x8xf64> -> tensor<8xf64>",
     "%r = tidu.reduce_sum %x, axes = [0, 1] : tensor<4x8xf64> -> tensor<f64>",
     "%r = tidu.reduce_sum %z, axes = [] : tensor<4xcomplex<f64>> -> tensor<4xcomplex<f64>>",
+    "%r = tidu.reduce_max %x, axes = [1] : tensor<4x8xf64> -> tensor<4xf64>",
+    "%r = tidu.reduce_max %m, axes = [0, 1] : tensor<4x8xi1> -> tensor<i1>",
+    "%r = tidu.reduce_min %f, axes = [0] : tensor<4x8xf32> -> tensor<8xf32>",
+    "%r = tidu.reduce_min %m, axes = [1] : tensor<4x8xi1> -> tensor<4xi1>",
+    "%r = tidu.reduce_prod %z, axes = [0] : tensor<4xcomplex<f64>> -> tensor<complex<f64>>",
+    "%r = tidu.argmax %x, axis = 1 : tensor<4x8xf64> -> tensor<4xi64>",
+    "%r = tidu.argmin %v, axis = 0 : tensor<8xf64> -> tensor<i64>",
+    "%r = tidu.argmax %i, axis = 0 : tensor<4xi32> -> tensor<i64>",
     "%r = tidu.reshape %x : tensor<4x8xf64> -> tensor<2x16xf64>",
     "%r = tidu.reshape %e : tensor<f64> -> tensor<1x1xf64>",
     "%r = tidu.transpose %x, permutation = [1, 0] : tensor<4x8xf64> -> tensor<8x4xf64>",
@@ -213,8 +221,9 @@ def test_tensor_type_from_numpy_dtype() -> None:
     assert tidu.tensor_type((4, 8), "float64") == TensorType(f64, [4, 8])
     assert tidu.tensor_type((), "complex64") == TensorType(ComplexType(f32), [])
     assert tidu.tensor_type([3], "bool") == TensorType(i1, [3])
-    with pytest.raises(ValueError, match="dtype 'int32' has no tidu element type"):
-        tidu.tensor_type((2,), "int32")
+    assert tidu.tensor_type([3], "int64") == TensorType(i64, [3])  # index tensors
+    with pytest.raises(ValueError, match="dtype 'int16' has no tidu element type"):
+        tidu.tensor_type((2,), "int16")
 
 
 def test_primitive_table_and_dialect() -> None:
@@ -393,13 +402,40 @@ FAILURES = [
     ),
     (
         "%r = tidu.reduce_sum %x, axes = [0] : tensor<4x8xf64> -> tensor<4xf64>",
-        "tidu.reduce_sum sums tensor<4x8xf64> over axes [0], so its result shape must be [8], "
+        "tidu.reduce_sum reduces tensor<4x8xf64> over axes [0], so its result shape must be [8], "
         "but the result is tensor<4xf64>.",
     ),
     (
         "%r = tidu.reduce_sum %m, axes = [0] : tensor<4x8xi1> -> tensor<8xi1>",
         "tidu.reduce_sum operand has element type i1, but it must be f32, f64, complex<f32> "
         "or complex<f64>.",
+    ),
+    # reduce_max, reduce_min, reduce_prod, argmax, argmin
+    (
+        "%r = tidu.reduce_max %z, axes = [0] : tensor<4xcomplex<f64>> -> tensor<complex<f64>>",
+        "tidu.reduce_max operand has element type complex<f64>, but it must be f32, f64 or i1.",
+    ),
+    (
+        "%r = tidu.reduce_min %x, axes = [0] : tensor<4x8xf64> -> tensor<4xf64>",
+        "tidu.reduce_min reduces tensor<4x8xf64> over axes [0], so its result shape must be [8]",
+    ),
+    (
+        "%r = tidu.reduce_prod %m, axes = [0] : tensor<4x8xi1> -> tensor<8xi1>",
+        "tidu.reduce_prod operand has element type i1, but it must be f32, f64, complex<f32> "
+        "or complex<f64>.",
+    ),
+    (
+        "%r = tidu.argmax %x, axis = 1 : tensor<4x8xf64> -> tensor<8xi64>",
+        "tidu.argmax of tensor<4x8xf64> along axis 1 gives tensor<4xi64>, but the result is "
+        "tensor<8xi64>.",
+    ),
+    (
+        "%r = tidu.argmin %x, axis = 2 : tensor<4x8xf64> -> tensor<4xi64>",
+        "tidu.argmin has axis[0] = 2, which is out of range for the operand of rank 2.",
+    ),
+    (
+        "%r = tidu.argmax %z, axis = 0 : tensor<4xcomplex<f64>> -> tensor<i64>",
+        "tidu.argmax operand has element type complex<f64>, but it must be ordered",
     ),
     # reshape
     (

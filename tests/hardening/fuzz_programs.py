@@ -12,6 +12,8 @@ at another dtype (``widened``). It covers:
 * fan-out (values reused), the two-output ``sincos``, reductions (``sum``/``mean`` with
   axes and ``keepdims``), ``matmul`` (2-d, vector and batched), reshape and transpose;
 * ``tc.function`` composites: a stretch of steps recorded as ONE tape node;
+* indexing (basic, advanced with repeated indices, ``.at``), joining and einsum steps
+  (``fuzz_indexing``);
 * equal extents (``rows == cols``) in about half the programs.
 
 The loss is ``Re(sum(w * v))`` over a few pool values with fixed random weights ``w``.
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from fuzz_indexing import INDEXING_KINDS, indexing_step
 
 import tidu_compile as tc
 
@@ -205,6 +208,9 @@ def _interpret(steps: Sequence[Step], pool: list[tc.Tensor]) -> None:
             pool.append(_matmul(a, pool[step.args[1] % len(pool)]))
         elif step.kind == "shape":
             pool.append(_reshape(a, step.params[0]))
+        elif step.kind in INDEXING_KINDS:
+            pool.append(indexing_step(step.kind, a, pool[step.args[1] % len(pool)],
+                                      step.params[0]))  # fmt: skip
         else:
             raise AssertionError(step.kind)
 
@@ -258,7 +264,9 @@ def make_program(seed: int, steps: int | None = None, dtype: str | None = None) 
     for _ in range(length):
         a, b = (int(i) for i in rng.integers(0, 1 << 20, 2))
         kind = str(rng.choice(["unary", "binary", "constant", "reduce", "matmul", "shape",
-                               "sincos"], p=[0.3, 0.25, 0.1, 0.1, 0.1, 0.1, 0.05]))  # fmt: skip
+                               "sincos", *INDEXING_KINDS],
+                              p=[0.24, 0.2, 0.08, 0.08, 0.08, 0.08, 0.04,
+                                 0.08, 0.05, 0.07]))  # fmt: skip
         if kind == "unary":
             params: tuple[Any, ...] = (str(rng.choice(UNARY)),)
         elif kind == "binary":
@@ -270,6 +278,8 @@ def make_program(seed: int, steps: int | None = None, dtype: str | None = None) 
             params = (str(rng.choice(["sum", "mean"])), axis, bool(rng.integers(2)))
         elif kind == "shape":
             params = (str(rng.choice(["flatten", "transpose", "broadcast", "expand"])),)
+        elif kind in INDEXING_KINDS:
+            params = (int(b),)  # the step's seed: it draws its key from the shapes it meets
         else:
             params = ()
         program.append(Step(kind, (a, b), params))

@@ -144,7 +144,8 @@ def test_each_dtype_gets_programs(dtype: str) -> None:
     programs = [make_program(seed, dtype=dtype) for seed in range(40)]
     assert all(p.dtype == dtype for p in programs)
     kinds = {s.kind for p in programs for s in p.steps}
-    assert {"unary", "binary", "constant", "reduce", "matmul", "shape", "sincos"} <= kinds
+    assert {"unary", "binary", "constant", "reduce", "matmul", "shape", "sincos", "index",
+            "join", "einsum"} <= kinds
     assert any(p.composite for p in programs)
     counts = FuzzCounts(f"smoke {dtype}")
     check_program(programs[1], CompiledExecutor(cache_dir=False), counts)

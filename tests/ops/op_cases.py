@@ -96,6 +96,37 @@ def _no_ties(shape: tuple[int, ...], dtype: str):
     return generate
 
 
+def _indexed(
+    data: tuple[int, ...], bound: tuple[int, ...], index: tuple[int, ...], dtype: str,
+    index_dtype: str = "int64",
+):
+    """Data of ``data`` shape and one index array of ``index`` shape per entry of
+    ``bound`` (the indexed dimension's size): repeated and negative indices included."""
+
+    def generate(rng: np.random.Generator) -> list[np.ndarray]:
+        arrays = [random_array(rng, data, dtype)]
+        for size in bound:
+            values = rng.integers(-size, size, index)
+            if values.size > 1:  # at least one repeat, and a negative one
+                values.flat[-1] = values.flat[0]
+                values.flat[1] = -1
+            arrays.append(values.astype(index_dtype))
+        return arrays
+
+    return generate
+
+
+def with_zeros(shape: tuple[int, ...], dtype: str, flat: Sequence[int]):
+    """Random inputs with zeros at the ``flat`` positions (products and their gradients)."""
+
+    def generate(rng: np.random.Generator) -> list[np.ndarray]:
+        x = random_array(rng, shape, dtype)
+        x.flat[list(flat)] = 0
+        return [x]
+
+    return generate
+
+
 def table_elementwise() -> list[type[TensorOp]]:
     """The parameterless unary and binary elementwise primitives of the op table: their
     cases derive from the table (dtypes from ``allowed_dtypes``, inputs from ``domain``)."""
@@ -235,6 +266,89 @@ def _build() -> list[Case]:
         ("batch_not_leading", (3, 2, 4), (4, 5, 2), (2,), (0,), (1,), (2,)),
         ("two_batch_swapped", (2, 3, 4), (3, 2, 4), (2,), (2,), (0, 1), (1, 0)),
     ]
+    # ---------------------------------------------------------------- indexing, joining
+    windows = [  # start, step, small shape, big shape (square and repeated extents too)
+        ((1,), (2,), (3,), (7,)),
+        ((5,), (-1,), (6,), (6,)),
+        ((1, 3), (1, -1), (3, 4), (4, 4)),
+        ((0, 1, 2), (2, 1, -1), (2, 2, 3), (3, 3, 3)),
+        ((0, 0), (1, 1), (2, 3), (2, 3)),
+        ((3,), (-3,), (2,), (5,)),
+    ]
+    joins = [  # axis, operand shapes
+        (0, ((2, 3), (4, 3))),
+        (1, ((2, 3), (2, 1), (2, 2))),
+        (1, ((3, 3), (3, 3))),
+        (0, ((2,), (3,), (1,))),
+        (2, ((2, 2, 1), (2, 2, 2))),
+    ]
+    for dtype in ALL:  # every case in f64, a few in the other dtypes (compiles cost time)
+        every = dtype == "float64"
+        for start, step, small, big in windows if every else windows[1::2]:
+            add(_same(f"slice{start}{step}", ops.Slice(start, step, small, big), big, dtype, 1))
+            add(_same(f"pad{start}{step}", ops.Pad(start, step, big, small), small, dtype, 1))
+        add(_same("pad_value", ops.Pad((1, 0), (1, 2), (4, 5), (2, 3), 1.5), (2, 3), dtype, 1))
+        for axis, shapes in joins if every else joins[:2]:
+            add(Case(f"concatenate{axis}", ops.Concatenate(axis, shapes),
+                     tuple(Arg(s, dtype) for s in shapes)))  # fmt: skip
+
+    gathers = [  # axis, big shape, index shape, index count, index dtype
+        (0, (5, 3), (4,), 1, "int64"),
+        (1, (2, 4, 3), (2, 3), 1, "int32"),
+        (0, (3, 3), (4,), 2, "int64"),
+        (1, (3, 4), (), 1, "int64"),
+        (0, (4,), (6,), 1, "int64"),
+    ]
+    for dtype in ALL:
+        for axis, big, index, count, index_dtype in gathers if dtype == "float64" else gathers[:1]:
+            bound = big[axis : axis + count]
+            small = big[:axis] + index + big[axis + count :]
+            for op, data in ((ops.Gather(axis, big, index, count), big),
+                             (ops.ScatterAdd(axis, big, index, count), small)):  # fmt: skip
+                args = (Arg(data, dtype), *(Arg(index, index_dtype) for _ in bound))
+                add(Case(op.mnemonic, op, args, _indexed(data, bound, index, dtype, index_dtype)))
+
+    def with_zero(shape: tuple[int, ...], dtype: str):
+        return with_zeros(shape, dtype, [1])  # cumprod's gradient must stay exact at a zero
+
+    for dtype in ALL:  # scans
+        add(_same("cum_sum", ops.CumSum(0), (4, 3), dtype, 1))
+        add(Case("cum_prod", ops.CumProd(1, (3, 4)), (Arg((3, 4), dtype),),
+                 with_zero((3, 4), dtype)))  # fmt: skip
+        add(_same("linear_scan", ops.LinearScan(1, (2, 5), True), (2, 5), dtype, 2))
+    add(_same("cum_sum_reverse", ops.CumSum(1, True), (2, 3, 3), "float64", 1))
+    add(_same("cum_prod", ops.CumProd(0, (5,)), (5,), "float64", 1))
+    add(_same("linear_scan", ops.LinearScan(0, (6, 2)), (6, 2), "float64", 2))
+    for dtype in FLOAT_DTYPES:
+        add(_same("argsort", ops.Argsort(1), (3, 5), dtype, 1))
+
+    # ---------------------------------------------------------------- reductions
+    extrema = [  # operand shape, axes: square and repeated extents, every axis combination
+        ((3, 3), (0,)),
+        ((3, 3), (1,)),
+        ((2, 3, 4), (1,)),
+        ((2, 2, 2), (0, 2)),
+        ((2, 3, 3), (1, 2)),
+        ((2, 3, 4), (0, 1, 2)),
+        ((4,), (0,)),
+        ((2, 3), ()),
+    ]
+    for dtype in FLOAT_DTYPES:  # random normals: no ties (ties: test_reductions.py)
+        for operand, axes in extrema if dtype == "float64" else extrema[2:4]:
+            for op in (ops.ReduceMax(axes, operand), ops.ReduceMin(axes, operand)):
+                add(_same(f"{op.mnemonic}{axes}", op, operand, dtype, 1))
+        for axis in (0, 1):
+            add(_same(f"argmax{axis}", ops.Argmax(axis), (3, 4), dtype, 1))
+            add(_same(f"argmin{axis}", ops.Argmin(axis), (3, 4), dtype, 1))
+    for dtype in ALL:
+        every = dtype == "float64"
+        for operand, axes in extrema if every else extrema[2:4]:
+            add(_same(f"reduce_prod{axes}", ops.ReduceProd(axes, operand), operand, dtype, 1))
+        add(Case("reduce_prod_one_zero", ops.ReduceProd((1,), (3, 4)), (Arg((3, 4), dtype),),
+                 with_zeros((3, 4), dtype, [1])))  # fmt: skip
+        add(Case("reduce_prod_two_zeros", ops.ReduceProd((0,), (3, 4)), (Arg((3, 4), dtype),),
+                 with_zeros((3, 4), dtype, [1, 9])))  # fmt: skip
+
     for dtype in ALL:
         cases += _structural(dtype, broadcasts, reduces, reshapes, transposes, dots)
 

@@ -26,6 +26,8 @@ def _bad_dtype_params():
     out = []
     for case in _one_case_per_op():
         for bad in ("int64", "int32", "bool"):
+            if bad == "bool" and isinstance(case.op, (ops.ReduceMax, ops.ReduceMin)):
+                continue  # any() and all(): max and min take bool on purpose
             marks = ()
             out.append(pytest.param(case, bad, id=f"{case.id}-{bad}", marks=marks))
     return out

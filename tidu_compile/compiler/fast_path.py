@@ -72,9 +72,7 @@ def build_fast_call(
     """
     constants: dict[str, Any] = {"ndarray": np.ndarray, "ptr": bound.to_argument}
     lines = ["def fast_call(seeds, saved):"]
-    for index, ((seed, key), layout) in enumerate(
-        zip(arg_sources, bound.arg_layouts, strict=True)
-    ):
+    for index, ((seed, key), layout) in enumerate(zip(arg_sources, bound.arg_layouts, strict=True)):
         value = f"a{index}"
         if key is None:
             lines.append(f"    {value} = seeds[{seed}]")
@@ -94,8 +92,7 @@ def build_fast_call(
         constants[f"UL{index}"] = (shape, dtype)
         lines.append(f"    {value} = saved.get(U{index})")
         lines.append(
-            f"    if type({value}) is not ndarray or ({value}.shape, {value}.dtype) != "
-            f"UL{index}:"
+            f"    if type({value}) is not ndarray or ({value}.shape, {value}.dtype) != UL{index}:"
         )
         lines.append("        return None")
     names = [f"a{i}" for i in range(len(arg_sources))]

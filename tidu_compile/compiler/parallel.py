@@ -22,9 +22,10 @@ processes), one thread / two before / two now: n = 1e5 485 / 687 / 589 us, n = 3
 ran at half speed), so ``ChunkedKernel``, which the compiled plans use, measures both
 ways on each kernel and keeps the faster.
 
-Outputs that the kernel sums over dimension 0 are private per chunk and added up
-afterwards (such kernels are cut into one chunk per thread); every other output is
-shared (chunks write disjoint rows).
+Outputs that the kernel reduces over dimension 0 are private per chunk and combined
+afterwards (added up, or their maxima, minima or products: ``COMBINE``; such kernels are
+cut into one chunk per thread); every other output is shared (chunks write disjoint
+rows).
 
 ``TIDU_COMPILE_THREADS`` sets the thread count (default: the CPUs this process may use,
 at most 8); 1 turns threading off. A forked child starts workers of its own (the
@@ -41,7 +42,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CHUNK_WORK", "PARALLEL_WORK", "ChunkedKernel", "run_chunked", "thread_count"]
+__all__ = [
+    "CHUNK_WORK", "COMBINE", "PARALLEL_WORK", "ChunkedKernel", "run_chunked", "thread_count",
+]  # fmt: skip
 
 #: Estimated work (elements x loop-body operations, see ``KernelStep.work``) from which a
 #: kernel runs on several threads: about 0.1 ms of one thread's time for f64 math on the
@@ -52,6 +55,12 @@ PARALLEL_WORK = 6_000_000
 CHUNK_WORK = 3_000_000
 
 CHUNKS_PER_THREAD = 4
+
+#: How the chunks' private partial results combine, by the kernel result's combiner
+#: (NaN-propagating max and min, as the kernels; on bool, ``or`` and ``and``).
+COMBINE: dict[str, np.ufunc] = {
+    "add": np.add, "max": np.maximum, "min": np.minimum, "mul": np.multiply,
+}  # fmt: skip
 
 _ALIGN = 64  # rows: chunk bounds are multiples of this when every chunk still gets rows
 
@@ -185,8 +194,11 @@ def _run(
     chunks: int,
     workers: int,
     to_argument: Callable[[Any], int],
+    combiners: Sequence[str],
 ) -> None:
-    """Run ``chunks`` chunks on the calling thread and ``workers`` worker threads."""
+    """Run ``chunks`` chunks on the calling thread and ``workers`` worker threads;
+    combine the private copies of ``outputs[j]``, ``j in partial``, by ``combiners``
+    (one per partial output; empty: all ``add``)."""
     bounds = chunk_bounds(extent, chunks)
     private: list[list[np.ndarray]] = [
         [np.empty_like(outputs[j]) for j in partial] for _ in range(chunks - 1)
@@ -205,9 +217,10 @@ def _run(
         worker.submit(job)
     job.work()
     job.wait()
+    combine = [COMBINE[c] for c in combiners or ("add",) * len(partial)]
     for copies in private:
-        for j, copy in zip(partial, copies, strict=True):
-            np.add(outputs[j], copy, out=outputs[j])
+        for j, ufunc, copy in zip(partial, combine, copies, strict=True):
+            ufunc(outputs[j], copy, out=outputs[j])
 
 
 def run_chunked(
@@ -218,10 +231,11 @@ def run_chunked(
     extent: int,
     work: int,
     to_argument: Callable[[Any], int],
+    combiners: Sequence[str] = (),
 ) -> None:
     """Run ``call(*inputs, *outputs, lo, hi)`` over ``[0, extent)``, on all threads if
-    ``work >= PARALLEL_WORK``. ``outputs[j]`` for ``j in partial`` are summed over the
-    chunks' private copies."""
+    ``work >= PARALLEL_WORK``. ``outputs[j]`` for ``j in partial`` are combined over the
+    chunks' private copies by ``combiners`` (one per partial output; empty: all ``add``)."""
     threads = min(thread_count(), extent) if work >= PARALLEL_WORK else 1
     in_args = [to_argument(a) for a in inputs]
     out_args = [to_argument(o) for o in outputs]
@@ -229,7 +243,8 @@ def run_chunked(
         call(*in_args, *out_args, 0, extent)
         return
     chunks = chunk_count(extent, work, threads, bool(partial))
-    _run(call, in_args, out_args, outputs, partial, extent, chunks, threads - 1, to_argument)
+    _run(call, in_args, out_args, outputs, partial, extent, chunks, threads - 1, to_argument,
+         combiners)  # fmt: skip
 
 
 class ChunkedKernel:
@@ -258,9 +273,11 @@ class ChunkedKernel:
         extent: int,
         work: int,
         to_argument: Callable[[Any], int],
+        combiners: Sequence[str] = (),
     ) -> None:
         self.call = call
         self.partial = tuple(partial)
+        self.combiners = tuple(combiners)
         self.extent = extent
         self.work = work
         self.to_argument = to_argument
@@ -290,7 +307,7 @@ class ChunkedKernel:
             chunks = chunk_count(self.extent, self.work, threads, bool(self.partial))
             workers = threads - 1 if threaded else 0
             _run(self.call, in_args, out_args, outputs, self.partial, self.extent, chunks,
-                 workers, to_argument)  # fmt: skip
+                 workers, to_argument, self.combiners)  # fmt: skip
         else:
             self.call(*in_args, *out_args, 0, self.extent)
         recent = self.times[threaded]

@@ -37,7 +37,6 @@ def _data_pointer(array: np.ndarray) -> int:
     return int(array.ctypes.data)
 
 
-
 def native_buffer(array: Any, expected: TensorType, what: str) -> np.ndarray:
     """``array`` as a C-contiguous, native-endian array of type ``expected``, or an error."""
     array = array if isinstance(array, np.ndarray) else np.asarray(array)
@@ -68,7 +67,9 @@ class KernelStep:
 
     A chunked kernel (``extent > 0``) also takes the ``[lo, hi)`` rows of its domain's
     dimension 0 and may run on several threads (see ``compiler.parallel``);
-    ``partial_outputs`` are the outputs it sums over that dimension. ``work`` estimates
+    ``partial_outputs`` are the outputs it reduces over that dimension, combined as
+    ``partial_combiners`` says (``add``, ``max``, ``min``, ``mul``; empty: all
+    ``add``). ``work`` estimates
     its cost: the domain size times the operations of its loop body after the math
     functions are expanded (an exp is ~30 of them), halved for f32 (twice the lanes).
     """
@@ -80,6 +81,7 @@ class KernelStep:
     domain_size: int = 0
     partial_outputs: tuple[int, ...] = ()
     work: int = 0
+    partial_combiners: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,7 @@ class BoundPlan:
                 if step.extent:
                     self.chunked[step.symbol] = ChunkedKernel(
                         functions[step.symbol], step.partial_outputs, step.extent, step.work,
-                        self.to_argument,
+                        self.to_argument, step.partial_combiners,
                     )  # fmt: skip
                 self.steps.append(BoundStep(step, functions[step.symbol], step.inputs,
                                             step.outputs, specs))  # fmt: skip

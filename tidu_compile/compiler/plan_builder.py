@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
+    StringAttr,
     UnrealizedConversionCastOp,
 )
 from xdsl.ir import Operation, SSAValue
@@ -33,17 +34,25 @@ from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.compiler.to_tidu import UnloweredOpError, dtype_name, op_type, primitive_of
 from tidu_compile.dialects import tidu
 from tidu_compile.ops.base import TensorType
+from tidu_compile.passes.tidu_loop_access import FILL_ATTR
 from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 
 __all__ = ["LIBRARY_BY_DESIGN", "build_plan", "node_function"]
 
-#: tidu ops that run as numpy library calls by design (BLAS and layout changes);
-#: any other tidu op left outside a kernel is a fallback (the compiler could not lower it).
+#: tidu ops that run as numpy library calls by design (BLAS, layout changes, scans,
+#: sorting, argmax and argmin); any other tidu op left outside a kernel is a fallback
+#: (the compiler could not lower it).
 LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = (
     tidu.DotGeneralOp,
     tidu.ReshapeOp,
     tidu.TransposeOp,
     tidu.ConstantOp,
+    tidu.CumSumOp,
+    tidu.CumProdOp,
+    tidu.LinearScanOp,
+    tidu.ArgsortOp,
+    tidu.ArgmaxOp,
+    tidu.ArgminOp,
 )
 
 
@@ -74,13 +83,37 @@ def _int_list_attribute(op: Operation, name: str) -> list[int]:
     return [a.value.data for a in attribute.data if isinstance(a, IntegerAttr)]
 
 
+def _string_list_attribute(op: Operation, name: str) -> tuple[str, ...]:
+    attribute = op.attributes.get(name)
+    if not isinstance(attribute, ArrayAttr):
+        return ()
+    return tuple(a.data for a in attribute.data if isinstance(a, StringAttr))
+
+
 def _kernel_sizes(module: ModuleOp) -> dict[str, int]:
-    """Operations per kernel function (its per-element cost, math functions expanded)."""
+    """Operations per kernel function (its per-element cost, math functions expanded),
+    without the fill of partly written results (``FILL_ATTR``: a cost of the border)
+    nor index arithmetic (``arith`` ops of ``index`` values: loop bounds and the
+    addresses of slices and pads, which LLVM folds into the addressing)."""
     return {
-        op.sym_name.data: sum(1 for _ in op.walk())
+        op.sym_name.data: _operations(op)
         for op in module.ops
         if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
     }
+
+
+def _operations(function: Operation) -> int:
+    count, stack = 0, [function]
+    while stack:
+        op = stack.pop()
+        if FILL_ATTR in op.attributes:
+            continue
+        types = [*op.operand_types, *op.result_types]
+        index = op.dialect_name() == "arith" and all(isinstance(t, IndexType) for t in types)
+        count += not index
+        stack.extend(inner for region in op.regions for block in region.blocks
+                     for inner in block.ops)  # fmt: skip
+    return count
 
 
 def _work(domain_size: int, operations: int, buffer_types: list[TensorType]) -> int:
@@ -134,6 +167,7 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
                     domain_size,
                     tuple(_int_list_attribute(op, "tidu.partial_outputs")),
                     _work(domain_size, kernel_sizes.get(symbol, 1), [types[b] for b in buffers]),
+                    _string_list_attribute(op, "tidu.partial_combiners"),
                 )
             )
         elif isinstance(op, func.ReturnOp):

@@ -309,9 +309,8 @@ def node_program(
 
     ``seed_types``: one per present tangent output of ``linear``; ``saved_types``: one per
     key of ``saved_order`` (``saved_value_order``), None for a value the tape lacks;
-    ``needed``: the tape's needed-inputs mask (None: every input). Raises
-    ``UnsupportedNode`` when the program has a zero-size value (numpy runs such a node:
-    there is no work), and what ``build_program`` raises.
+    ``needed``: the tape's needed-inputs mask (None: every input). Zero-size values are
+    folded out (``compilable``). Raises what ``build_program`` raises.
     """
     saved = {k: t for k, t in zip(saved_order, saved_types, strict=True) if t is not None}
     program = build_program(recorded, linear, seed_types, saved, transposed, saved_order)
@@ -321,11 +320,11 @@ def node_program(
 
 
 def compilable(program: NodeProgram) -> NodeProgram:
-    """``program``, or ``UnsupportedNode`` when it has a zero-size value: xDSL cannot lower
-    zero-size memrefs, and numpy runs such a node (there is no work)."""
-    if any(0 in t.shape for t in program.types):
-        raise UnsupportedNode("a zero-size value: numpy runs the node (there is no work)")
-    return program
+    """``program`` with its zero-size values folded out (``compiler.empty``): xDSL cannot
+    lower zero-size memrefs, and an op on nothing has nothing to compute."""
+    from tidu_compile.compiler.empty import fold_empty_values
+
+    return fold_empty_values(program)
 
 
 def _primal_leaves(view: Any, graph: Any, saved: Mapping[ValueKey, TensorType]) -> set[ValueKey]:

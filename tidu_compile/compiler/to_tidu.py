@@ -54,11 +54,25 @@ TO_TIDU: dict[type, Builder] = {
         xs[0], p.broadcast_dimensions, p.shape
     ),
     ops.ReduceSum: lambda p, xs, ts: tidu.ReduceSumOp(xs[0], p.axes),
+    ops.ReduceMax: lambda p, xs, ts: tidu.ReduceMaxOp(xs[0], p.axes),
+    ops.ReduceMin: lambda p, xs, ts: tidu.ReduceMinOp(xs[0], p.axes),
+    ops.ReduceProd: lambda p, xs, ts: tidu.ReduceProdOp(xs[0], p.axes),
+    ops.Argmax: lambda p, xs, ts: tidu.ArgmaxOp(xs[0], p.axis),
+    ops.Argmin: lambda p, xs, ts: tidu.ArgminOp(xs[0], p.axis),
     ops.Reshape: lambda p, xs, ts: tidu.ReshapeOp(xs[0], p.shape),
     ops.Transpose: lambda p, xs, ts: tidu.TransposeOp(xs[0], p.permutation),
     ops.DotGeneral: lambda p, xs, ts: tidu.DotGeneralOp(
         xs[0], xs[1], p.lhs_contracting, p.rhs_contracting, p.lhs_batch, p.rhs_batch
     ),
+    ops.Slice: lambda p, xs, ts: tidu.SliceOp(xs[0], p.start, p.step, p.shape),
+    ops.Pad: lambda p, xs, ts: tidu.PadOp(xs[0], p.start, p.step, p.shape, p.value),
+    ops.Concatenate: lambda p, xs, ts: tidu.ConcatenateOp(xs, p.axis),
+    ops.Gather: lambda p, xs, ts: tidu.GatherOp(xs[0], xs[1:], p.axis),
+    ops.ScatterAdd: lambda p, xs, ts: tidu.ScatterAddOp(xs[0], xs[1:], p.axis, p.big_shape),
+    ops.CumSum: lambda p, xs, ts: tidu.CumSumOp(xs, p.axis, p.reverse),
+    ops.CumProd: lambda p, xs, ts: tidu.CumProdOp(xs, p.axis),
+    ops.LinearScan: lambda p, xs, ts: tidu.LinearScanOp(xs, p.axis, p.reverse),
+    ops.Argsort: lambda p, xs, ts: tidu.ArgsortOp(xs[0], p.axis),
 }
 
 
@@ -140,9 +154,12 @@ FROM_TIDU: dict[type, Callable[[Any], Any]] = {
         tuple(op.broadcast_dimensions.get_values()),
         op_type(op.operands[0]).shape,
     ),
-    tidu.ReduceSumOp: lambda op: ops.ReduceSum(
-        tuple(op.axes.get_values()), op_type(op.operands[0]).shape
-    ),
+    tidu.ReduceSumOp: lambda op: _reduction(ops.ReduceSum, op),
+    tidu.ReduceMaxOp: lambda op: _reduction(ops.ReduceMax, op),
+    tidu.ReduceMinOp: lambda op: _reduction(ops.ReduceMin, op),
+    tidu.ReduceProdOp: lambda op: _reduction(ops.ReduceProd, op),
+    tidu.ArgmaxOp: lambda op: ops.Argmax(op.axis_value),
+    tidu.ArgminOp: lambda op: ops.Argmin(op.axis_value),
     tidu.ReshapeOp: lambda op: ops.Reshape(
         op_type(op.results[0]).shape, op_type(op.operands[0]).shape
     ),
@@ -155,7 +172,45 @@ FROM_TIDU: dict[type, Callable[[Any], Any]] = {
         op_type(op.operands[0]).shape,
         op_type(op.operands[1]).shape,
     ),
+    tidu.SliceOp: lambda op: ops.Slice(
+        tuple(op.start.get_values()),
+        tuple(op.step.get_values()),
+        op_type(op.results[0]).shape,
+        op_type(op.operands[0]).shape,
+    ),
+    tidu.PadOp: lambda op: ops.Pad(
+        tuple(op.start.get_values()),
+        tuple(op.step.get_values()),
+        op_type(op.results[0]).shape,
+        op_type(op.operands[0]).shape,
+        _scalar(op.value),
+    ),
+    tidu.ConcatenateOp: lambda op: ops.Concatenate(
+        op.axis_value, tuple(op_type(v).shape for v in op.operands)
+    ),
+    tidu.GatherOp: lambda op: ops.Gather(
+        op.axis_value,
+        op_type(op.operands[0]).shape,
+        op_type(op.operands[1]).shape,
+        len(op.operands) - 1,
+    ),
+    tidu.ScatterAddOp: lambda op: ops.ScatterAdd(
+        op.axis_value,
+        op_type(op.results[0]).shape,
+        op_type(op.operands[1]).shape,
+        len(op.operands) - 1,
+    ),
+    tidu.CumSumOp: lambda op: ops.CumSum(op.axis_value, op.is_reverse),
+    tidu.CumProdOp: lambda op: ops.CumProd(op.axis_value, op_type(op.results[0]).shape),
+    tidu.LinearScanOp: lambda op: ops.LinearScan(
+        op.axis_value, op_type(op.results[0]).shape, op.is_reverse
+    ),
+    tidu.ArgsortOp: lambda op: ops.Argsort(op.axis_value),
 }
+
+
+def _reduction(primitive: type[ops.Reduction], op: Any) -> ops.Reduction:
+    return primitive(tuple(op.axes.get_values()), op_type(op.operands[0]).shape)
 
 
 def _scalar(value: complex) -> complex | float:

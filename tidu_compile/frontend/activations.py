@@ -1,5 +1,5 @@
 """Machine-learning functions that numpy lacks: ``sigmoid``, ``relu``, ``softplus``,
-``gelu`` and the error function ``erf``. Real values only.
+``gelu``, the error function ``erf`` (real values only), and ``stop_gradient``.
 
 ============  ==================================================================
 function      definition
@@ -10,6 +10,7 @@ erf           the primitive ``Erf``
 softplus      ``log(1 + exp(x)) = logaddexp(x, 0)``: stable, ``softplus' = sigmoid``
 gelu          ``x (1 + erf(x / sqrt 2)) / 2``; with ``approximate="tanh"``,
               ``x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2`` (JAX's formulas)
+stop_gradient the primitive ``StopGradient``: ``x``, through which no gradient flows
 ============  ==================================================================
 """
 
@@ -63,4 +64,11 @@ def gelu(x: Any, approximate: str | bool = "none") -> Tensor:
     return x * (erf(x / math.sqrt(2.0)) + 1.0) * 0.5
 
 
-__all__ = ["erf", "gelu", "relu", "sigmoid", "softplus"]
+def stop_gradient(x: Any) -> Tensor:
+    """``x`` as a constant for differentiation (JAX's ``stop_gradient``): the same
+    values, no gradient through it (also inside ``@tc.function``)."""
+    x = unary_input(x)
+    return apply1(ops.StopGradient(), x)
+
+
+__all__ = ["erf", "gelu", "relu", "sigmoid", "softplus", "stop_gradient"]

@@ -42,14 +42,24 @@ from tidu_compile.frontend.state import RECORDER, current_capture, grad_enabled,
 from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.frontend.trees import map_leaves
 from tidu_compile.graph import Graph, GraphBuilder, Primary
-from tidu_compile.ops import DIFFERENTIABLE_DTYPES, Constant, DotGeneral, ReduceSum, TensorOp
+from tidu_compile.ops import (
+    DIFFERENTIABLE_DTYPES,
+    Constant,
+    DotGeneral,
+    ReduceMax,
+    ReduceMin,
+    ReduceProd,
+    ReduceSum,
+    TensorOp,
+)
 
 __all__ = ["function"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Ops whose outputs are saved on the tape rather than recomputed in the backward kernel.
-RETAINED_OPS: tuple[type[TensorOp], ...] = (DotGeneral, ReduceSum)
+RETAINED_OPS: tuple[type[TensorOp], ...] = (DotGeneral, ReduceSum, ReduceMax, ReduceMin,
+                                              ReduceProd)
 #: Ops whose computed operands are saved too: a contraction's backward reads them whole
 #: (``dW = h^T @ ct``), so recomputing one (``h = tanh(x @ w)``) would redo its producers.
 RETAINED_OPERANDS_OF: tuple[type[TensorOp], ...] = (DotGeneral,)

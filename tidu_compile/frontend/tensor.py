@@ -168,20 +168,10 @@ class Tensor:
         return len(self._data)
 
     def __iter__(self) -> Iterator[Tensor]:
-        """Rows along the first axis, for a tensor that needs no gradient.
-
-        A tensor that requires gradients (or is traced) cannot be iterated yet: its rows
-        need indexing (``x[i]``), which is not implemented; ``TypeError`` says so.
-        """
+        """Rows along the first axis: ``x[0], x[1], ...`` (recorded like any indexing)."""
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        data = self._concrete("iter(tensor)")
-        if self._requires_grad:
-            raise TypeError(
-                "iterating over a tensor that requires gradients needs indexing (x[i]), "
-                "which tidu_compile does not have yet; keep the pieces as separate tensors"
-            )
-        return iter([Tensor(row) for row in data])
+        return iter([self[i] for i in range(len(self))])
 
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self._requires_grad else ""
@@ -269,7 +259,6 @@ class Tensor:
     def __rpow__(self, base: Any) -> Tensor:
         return function_named("power", "x ** tensor")(base, self)  # type: ignore[no-any-return]
 
-
     def __matmul__(self, other: Any) -> Tensor:
         return _functions().matmul(self, other)
 
@@ -348,6 +337,26 @@ class Tensor:
     argmin = _method("argmin")
     all = _method("all")
     any = _method("any")
+
+    def __getitem__(self, key: Any) -> Tensor:
+        """numpy's basic and advanced indexing, recorded (``Slice``, ``Gather``)."""
+        from tidu_compile.frontend.indexing import getitem
+
+        return getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise TypeError(
+            "Tensor does not support item assignment (tensors are immutable); "
+            "x.at[key].set(value) returns a new tensor with those elements replaced, "
+            "x.at[key].add(value) one with value added to them"
+        )
+
+    @property
+    def at(self) -> Any:
+        """Functional updates, as in JAX: ``x.at[key].set(v)``, ``x.at[key].add(v)``."""
+        from tidu_compile.frontend.updates import IndexUpdates
+
+        return IndexUpdates(self)
 
 
 #: What ``==`` compares elementwise (anything else: ``NotImplemented``, so ``False``).

@@ -17,6 +17,8 @@ need type information at build time.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -98,30 +100,48 @@ class BroadcastInDim(TensorOp):
         return [ct]
 
 
-@primitive
-class ReduceSum(TensorOp):
-    """Sum over ``axes`` (sorted, unique), removing them."""
+@dataclass(frozen=True)
+class Reduction(TensorOp):
+    """Base of the reductions over ``axes`` (sorted, unique), which the result drops:
+    ``ReduceSum`` here, ``ReduceMax``, ``ReduceMin`` and ``ReduceProd`` in
+    ``ops.reductions``. A subclass gives ``allowed_dtypes``, ``evaluate`` and its rules."""
 
     axes: tuple[int, ...]
     operand_shape: tuple[int, ...]
     input_count = 1
+    allowed_dtypes: ClassVar[tuple[str, ...]] = DIFFERENTIABLE_DTYPES
 
     def __post_init__(self) -> None:
         rank = len(self.operand_shape)
         if list(self.axes) != sorted(set(self.axes)) or any(
             not 0 <= a < rank for a in self.axes
         ):
-            raise ValueError(f"ReduceSum: axes {self.axes} must increase within 0..{rank - 1}")
+            raise ValueError(
+                f"{type(self).__name__}: axes {self.axes} must increase within 0..{rank - 1}"
+            )
 
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(s for d, s in enumerate(self.operand_shape) if d not in self.axes)
 
+    def kept_dims(self) -> tuple[int, ...]:
+        """The operand dims the result keeps, in order."""
+        return tuple(d for d in range(len(self.operand_shape)) if d not in self.axes)
+
+    def broadcast_back(self) -> BroadcastInDim:
+        """The broadcast of a result-shaped value back to the operand shape."""
+        return BroadcastInDim(tuple(self.operand_shape), self.kept_dims(), self.shape)
+
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
         _check_operand_shape(self, inputs[0], self.operand_shape)
-        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
+        self.check_dtype(inputs[0], self.allowed_dtypes)
         return (TensorType(self.shape, inputs[0].dtype),)
+
+
+@primitive
+class ReduceSum(Reduction):
+    """Sum over ``axes`` (sorted, unique), removing them."""
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         return (np.asarray(np.sum(arrays[0], axis=self.axes), dtype=arrays[0].dtype),)
@@ -130,9 +150,7 @@ class ReduceSum(TensorOp):
         return [linear(b, self, [ts[0]], (True,))]
 
     def transpose_rule(self, b, cts, inputs, role, ctx):
-        kept = tuple(d for d in range(len(self.operand_shape)) if d not in self.axes)
-        op = BroadcastInDim(tuple(self.operand_shape), kept, self.shape)
-        return [linear(b, op, [cts[0]], (True,))]
+        return [linear(b, self.broadcast_back(), [cts[0]], (True,))]
 
 
 @primitive

@@ -155,7 +155,7 @@ def _unary_row(name: str, dtype: str, n: int, rounds: int) -> KernelRow:
 
     from tidu_compile.backend.jit import compile_module, load
     from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
-    from tidu_compile.compiler.pipeline import tidu_context
+    from tidu_compile.compiler.stages import tidu_context
 
     symbol = f"bench_kernels_{name}_{dtype}_{next(_symbols)}"
     text = (UNARY_KERNEL.replace("NAME", symbol).replace("FUNCTION", name)
@@ -191,10 +191,11 @@ def _row(name: str, dtype: str, elements: int, bytes_per_element: int,
 def _fused_row(workload: Any, label: str, rounds: int) -> KernelRow:
     """The one kernel of ``workload``'s composite backward node; its arguments are random
     like the workload's inputs (standard normal; the 0-d seed is 1)."""
+    from tidu_compile.tools.dump import backward_nodes
+
     import tidu_compile as tc
     from tidu_compile.backend.engine import get_engine
     from tidu_compile.compiler import pipeline
-    from tidu_compile.compiler.inspect import backward_nodes
 
     arrays = workload.make_inputs(0)
     tensors = [tc.tensor(a, requires_grad=True) for a in arrays]
@@ -219,8 +220,9 @@ def _fused_row(workload: Any, label: str, rounds: int) -> KernelRow:
     saved = workload.numpy_forward(*arrays)
     calls: dict[str, Callable[[], object]] = {
         "one": lambda: runner(*pointers, 0, kernel.extent),
-        "all": _threads_call(runner, inputs, outputs, kernel.partial_outputs, kernel.extent,
-                             kernel.work),
+        "all": _threads_call(
+            runner, inputs, outputs, kernel.partial_outputs, kernel.extent, kernel.work
+        ),
         "numpy": lambda: workload.numpy_backward(saved),
     }
     times = _interleaved(calls, rounds)

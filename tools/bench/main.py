@@ -75,9 +75,9 @@ class Progress:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench options (shared by ``tidu-compile bench`` and ``python -m ...bench``)."""
     parser.add_argument("--quick", action="store_true",
-                        help="fewer repetitions, no n=1e7, small W4 (for tests)")
+                        help="fewer repetitions, no n=1e7, small W4, W5, W6 (for tests)")
     parser.add_argument("--workload", metavar="W1,W3",
-                        help="comma-separated groups (W1..W4) or row names to run")
+                        help="comma-separated groups (W1..W6) or row names to run")
     parser.add_argument("--repeat", type=int, metavar="N",
                         help="exactly N timed runs per measurement (default: adaptive)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")

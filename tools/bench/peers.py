@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from tidu_compile.tools.bench import workloads_indexing as indexing
 from tidu_compile.tools.bench.timing import Policy, measure
 from tidu_compile.tools.bench.workloads import (
     Workload,
@@ -119,6 +120,8 @@ def run_peer(
 def _torch_loss(workload: Workload, args: Sequence[Any]) -> Any:
     import torch
 
+    if workload.group in indexing.GROUPS:
+        return indexing.torch_loss(workload, args)
     if workload.group == "W1":
         x, y = args
         return torch.sum(torch.tanh(x * y + torch.exp(-x)) * y)
@@ -166,6 +169,8 @@ def _torch_info() -> dict[str, Any]:
 def _jax_loss(workload: Workload, args: Sequence[Any]) -> Any:
     import jax.numpy as jnp
 
+    if workload.group in indexing.GROUPS:
+        return indexing.jax_loss(workload, args)
     if workload.group == "W1":
         x, y = args
         return jnp.sum(jnp.tanh(x * y + jnp.exp(-x)) * y)

@@ -18,7 +18,8 @@ do and as tidu's kernels do; W2 and W3 reuse the forward's values. Rows named
 the numpy, torch and jax columns of the per-op row.
 
 W1 ``sum(tanh(x*y + exp(-x)) * y)``; W2 a chain of scalar (0-d) mul/add/sin ops;
-W3 an MLP loss ``sum((tanh(X@W1 + b1)@W2 + b2 - Y)**2)``; W4 ``sum(exp(A - v[None,:])**2)``.
+W3 an MLP loss ``sum((tanh(X@W1 + b1)@W2 + b2 - Y)**2)``; W4 ``sum(exp(A - v[None,:])**2)``;
+W5 (integer labels) and W6 (einsum chains): ``workloads_indexing``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ __all__ = [
 #: The row text when ``tidu_compile.function`` does not exist.
 COMPOSITE_UNAVAILABLE = "n/a (composite recording not available)"
 
-GROUPS = ("W1", "W2", "W3", "W4")
+GROUPS = ("W1", "W2", "W3", "W4", "W5", "W6")  # W5, W6: ``workloads_indexing``
 
 
 @dataclass(frozen=True)
@@ -420,7 +421,14 @@ def all_workloads(quick: bool = False) -> list[Workload]:
         make_w3("float64", composite=True),
         make_w4(rows),
         make_w4(rows, composite=True),
+        *_indexing_workloads(quick),
     ]
+
+
+def _indexing_workloads(quick: bool) -> list[Workload]:
+    from .workloads_indexing import workloads
+
+    return workloads(quick)
 
 
 def find_workload(key: str) -> Workload:

@@ -2,7 +2,7 @@
 ``tidu-compile dump --example NAME`` and the benchmarks.
 
 Each example is a function of ``Tensor``s returning a scalar ``Tensor``, with a recipe
-for random inputs: the three workloads here (``chain``, ``mlp``, ``broadcast``), and
+for random inputs: the workloads here (``chain``, ``mlp``, ``broadcast``, ``classifier``), and
 programs written as autograd users write them, with ``import tidu_compile.numpy as np``
 (one module each: ``logistic_regression``, ``mlp_classifier``, ``black_box_svi``),
 which the demo also trains for a few steps of gradient descent.
@@ -53,6 +53,20 @@ def broadcast_exp(a: tc.Tensor, v: tc.Tensor) -> tc.Tensor:
     return tc.sum(tc.exp(a - v) ** 2)
 
 
+def classifier(params: tc.Tensor, x: tc.Tensor) -> tc.Tensor:
+    """Softmax regression on integer labels, its parameters one vector:
+    ``W = params[:D*C].reshape(D, C)``, ``b = params[D*C:]``,
+    ``-sum(log_softmax(X@W + b)[arange(n), labels])``."""
+    n, d = x.shape
+    classes = params.shape[0] // (d + 1)
+    w = tc.reshape(params[: d * classes], (d, classes))
+    b = params[d * classes :]
+    z = x @ w + b
+    log_p = z - tc.log(tc.sum(tc.exp(z), axis=1, keepdims=True))
+    labels = np.arange(n) % classes
+    return -tc.sum(log_p[np.arange(n), labels])
+
+
 def _autograd_style() -> tuple[Example, ...]:
     """The programs written as autograd users write them (imported here: building their
     toy data sets takes a few milliseconds)."""
@@ -91,6 +105,8 @@ EXAMPLES: dict[str, Example] = {
                 ((32, 16), (16, 16), (16,), (16, 4), (4,), (32, 4)), mlp_loss),
         Example("broadcast", broadcast_exp.__doc__ or "", ("A", "v"), ((64, 64), (64,)),
                 broadcast_exp),
+        Example("classifier", classifier.__doc__ or "", ("params", "X"), ((36,), (32, 8)),
+                classifier),
         *_autograd_style(),
     )
 }  # fmt: skip

@@ -1,0 +1,81 @@
+"""The combiners of ``tidu-lower-to-loops``: how a reduced kernel result starts and how
+it takes each element (``KernelOp.result_combiner``).
+
+==========  ==================  ===================================================
+combiner    identity            step (f32/f64; i1; complex as (re, im) pairs)
+==========  ==================  ===================================================
+add         0; (0, 0)           ``arith.addf`` with ``fastmath<reassoc>``, per part
+max         -inf; false         ``arith.maximumf`` (NaN-propagating); ``arith.ori``
+min         +inf; true          ``arith.minimumf`` (NaN-propagating); ``arith.andi``
+mul         1; (1, 0)           ``arith.mulf``; the complex product
+==========  ==================  ===================================================
+
+The reassociation flag lets LLVM keep vector partial sums; max and min are exact in any
+order. A chunk of a threaded kernel starts its private partial results at the identity
+too, and the runtime combines the chunks' results with the same operation
+(``compiler.parallel``).
+
+    %1 = memref.load %out0[%i0] : memref<4xf64>
+    %2 = arith.maximumf %1, %x : f64
+    memref.store %2, %out0[%i0] : memref<4xf64>
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects.arith import FastMathFlagsAttr
+from xdsl.dialects.builtin import i1
+from xdsl.dialects.utils.fast_math import FastMathFlag
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from .errors import LoweringError
+from .scalar_emit import Emit
+from .tidu_complex_lowering import Scalar, complex_mul
+
+__all__ = ["REASSOC", "combine", "identity"]
+
+REASSOC = FastMathFlagsAttr([FastMathFlag.REASSOC])
+"""Fastmath flag of the accumulating adds: lets LLVM keep vector partial sums."""
+
+_PASS = "tidu-lower-to-loops"
+
+
+def identity(combiner: str, part_type: Attribute, parts: int) -> tuple[float, ...]:
+    """The starting value of a result combined by ``combiner``, one number per part
+    (``parts`` is 2 for a complex result, whose parts have ``part_type``)."""
+    if combiner == "add":
+        return (0.0,) * parts
+    if combiner == "mul":
+        return (1.0, 0.0)[:parts]
+    if combiner in ("max", "min") and parts == 1:
+        if part_type == i1:
+            return (0.0,) if combiner == "max" else (1.0,)
+        return (-float("inf"),) if combiner == "max" else (float("inf"),)
+    raise LoweringError(_PASS, "tidu.kernel", f"no {combiner} combiner for "
+                        f"{'complex ' if parts == 2 else ''}{part_type} results")  # fmt: skip
+
+
+def combine(emit: Emit, combiner: str, old: Scalar, new: Scalar) -> Scalar:
+    """``old (combiner) new`` on a lowered element (one part, or two for complex)."""
+    if combiner == "add":
+        return tuple(emit(arith.AddfOp(a, b, REASSOC)).results[0]
+                     for a, b in zip(old, new, strict=True))  # fmt: skip
+    if combiner == "mul":
+        if len(old) == 2:
+            return complex_mul(emit, old, new)
+        return (emit(arith.MulfOp(old[0], new[0])).results[0],)
+    (a,), (b,) = old, new
+    return (_extremum(emit, combiner, a, b),)
+
+
+def _extremum(emit: Emit, combiner: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    op: Operation
+    if a.type == i1:
+        op = arith.OrIOp(a, b) if combiner == "max" else arith.AndIOp(a, b)
+    elif combiner == "max":
+        op = arith.MaximumfOp(a, b)
+    elif combiner == "min":
+        op = arith.MinimumfOp(a, b)
+    else:
+        raise LoweringError(_PASS, "tidu.kernel", f"unknown combiner {combiner!r}")
+    return emit(op).results[0]

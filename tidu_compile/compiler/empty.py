@@ -1,0 +1,83 @@
+"""Zero-size values folded out of a backward program, so that it compiles.
+
+A kernel over a zero-size tensor has nothing to do, and xDSL cannot lower zero-size
+memrefs. Empty values come from empty slices (``x[3:1]``), empty index arrays and
+zero-size inputs; every op that touches one folds to what it must give:
+
+* an op with an empty result: a ``Constant`` of that (empty) shape;
+* an op with an empty operand and a non-empty result: its value on no elements, a
+  ``Constant`` of zeros (a sum over nothing: ``reduce_sum``, ``dot_general``,
+  ``scatter_add``), of the pad value (``pad``), of the reduction's identity
+  (``reduce_max``: -inf, ``reduce_min``: +inf, ``reduce_prod``: 1; on bool, false and
+  true: a comparison of a constant with itself), or the ``concatenate`` of the other
+  pieces.
+
+What no result needs any longer (an empty comparison, an unread argument's consumers)
+is dropped. Afterwards a zero-size value is an argument or a constant: never a kernel
+operand.
+"""
+
+from __future__ import annotations
+
+from tidu_compile import ops
+from tidu_compile.compiler.program import Instr, NodeProgram
+from tidu_compile.ops.base import DIFFERENTIABLE_DTYPES, TensorType
+
+__all__ = ["fold_empty_values"]
+
+
+def _empty(t: TensorType) -> bool:
+    return 0 in t.shape
+
+
+def _value_on_nothing(op: object, t: TensorType) -> float:
+    """What ``op`` gives (in a non-empty result ``t``) when its operand is empty."""
+    if isinstance(op, ops.Pad):
+        return op.value  # type: ignore[return-value]
+    if isinstance(op, ops.ReduceMax | ops.ReduceMin):
+        return op.identity
+    return 1.0 if isinstance(op, ops.ReduceProd) else 0.0
+
+
+def _folded(instr: Instr, types: list[TensorType]) -> list[Instr]:
+    """``instr`` without empty values (see the module docstring); [] drops it. A value
+    it needs of its own is added to ``types``."""
+    outputs = [types[o] for o in instr.outputs]
+    op = instr.op
+    if isinstance(op, ops.Concatenate) and not _empty(outputs[0]):
+        pieces = [(i, s) for i, s in zip(instr.inputs, op.operand_shapes, strict=True)
+                  if 0 not in s]  # fmt: skip
+        joined = ops.Concatenate(op.axis, tuple(s for _, s in pieces))
+        return [Instr(joined, tuple(i for i, _ in pieces), instr.outputs)]
+    folded = []
+    for output, t in zip(instr.outputs, outputs, strict=True):
+        value = 0.0 if _empty(t) else _value_on_nothing(op, t)
+        if t.dtype == "bool" and not _empty(t) and isinstance(op, ops.ReduceMax | ops.ReduceMin):
+            types.append(TensorType(t.shape, "float64"))  # any() is False, all() True
+            direction = "ne" if op.identity < 0 else "eq"
+            folded.append(Instr(ops.Constant(0.0, t.shape, "float64"), (), (len(types) - 1,)))
+            folded.append(Instr(ops.Compare(direction), (len(types) - 1,) * 2, (output,)))
+            continue
+        if t.dtype not in DIFFERENTIABLE_DTYPES:
+            continue  # an empty mask or permutation: only folded ops read it
+        folded.append(Instr(ops.Constant(value, t.shape, t.dtype), (), (output,)))
+    return folded
+
+
+def fold_empty_values(program: NodeProgram) -> NodeProgram:
+    """``program`` with no op reading or making a zero-size value (module docstring)."""
+    if not any(_empty(t) for t in program.types):
+        return program
+    types = list(program.types)
+    instrs: list[Instr] = []
+    for instr in program.instrs:
+        touched = [types[v] for v in (*instr.inputs, *instr.outputs)]
+        instrs.extend(_folded(instr, types) if any(map(_empty, touched)) else [instr])
+    live = {r for r in program.results if r is not None}
+    kept: list[Instr] = []
+    for instr in reversed(instrs):
+        if live.intersection(instr.outputs):
+            kept.append(instr)
+            live.update(instr.inputs)
+    kept.reverse()
+    return NodeProgram(program.arg_sources, tuple(types), tuple(kept), program.results)

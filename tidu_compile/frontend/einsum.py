@@ -1,0 +1,198 @@
+"""``einsum``: any subscripts numpy accepts, as slices, gathers, reductions, products and
+``DotGeneral`` contractions (no Python loop over elements).
+
+1. Parse: one label per dimension (``...`` becomes labels for its dimensions, aligned
+   from the right and broadcast between operands); the output is the ``->`` part, or
+   (implicit mode) the labels seen once, sorted, after the ``...`` dimensions.
+2. Per operand: a repeated label is a diagonal (a ``Gather`` at ``(i, i)``); a label
+   no other operand and not the output has is summed (``ReduceSum``).
+3. Pairs of operands, in the order of numpy's ``einsum_path`` (greedy): labels in both
+   and needed later are batch dimensions, labels in both and not needed are contracted.
+   With a contracted label the pair is one ``DotGeneral`` (one BLAS call, batched where
+   there are batch labels), unless it is a row-wise dot (``ij,ij->i``), which is a
+   product and a sum (one fused kernel); without one it is a broadcast product.
+4. The last operand: labels not in the output summed, then one ``Transpose``.
+
+    einsum('bij,bjk->bik', a, b)   ->  DotGeneral(batch 0 x 0, contracting 2 x 1)
+    einsum('ii->', a)              ->  Gather (the diagonal) + ReduceSum
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tidu_compile import ops
+from tidu_compile.frontend.gather import gather
+from tidu_compile.frontend.products import promoted
+from tidu_compile.frontend.promotion import broadcast_to
+from tidu_compile.frontend.shapes import reshape, transpose
+from tidu_compile.frontend.tensor import Tensor, apply1
+
+__all__ = ["einsum"]
+
+Labels = list[str]
+
+_ELLIPSIS_LABELS = "".join(chr(0x3B1 + i) for i in range(24))  # greek: never a subscript
+
+
+def _parse(subscripts: str, shapes: Sequence[tuple[int, ...]]) -> tuple[list[Labels], Labels]:
+    """Per operand its labels (one per dimension), and the output's labels."""
+    text = subscripts.replace(" ", "")
+    inputs, arrow, output = text.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(shapes):
+        raise ValueError(
+            f"einsum: {len(terms)} operand subscripts for {len(shapes)} operands"
+        )
+    allowed = set(string.ascii_letters) | {"."}
+    for term in (*terms, output):
+        if set(term) - allowed or term.replace("...", "").count(".") or term.count("...") > 1:
+            raise ValueError(f"einsum: invalid subscript {term!r} in {subscripts!r}")
+    ellipsis_rank = 0
+    for term, shape in zip(terms, shapes, strict=True):
+        letters = len(term.replace("...", ""))
+        if "..." in term:
+            ellipsis_rank = max(ellipsis_rank, len(shape) - letters)
+        if letters > len(shape) or ("..." not in term and letters != len(shape)):
+            raise ValueError(
+                f"einsum: subscript {term!r} does not fit an operand of shape {shape}"
+            )
+    broadcast = list(_ELLIPSIS_LABELS[:ellipsis_rank])
+    labels = []
+    for term, shape in zip(terms, shapes, strict=True):
+        before, _, after = term.partition("...")
+        rank = len(shape) - len(before) - len(after) if "..." in term else 0
+        labels.append([*before, *broadcast[ellipsis_rank - rank :], *after])
+    if arrow:
+        if "..." not in output and ellipsis_rank:
+            raise ValueError("einsum: output subscripts must include '...' for broadcast dims")
+        before, _, after = output.partition("...")
+        out = [*before, *(broadcast if "..." in output else []), *after]
+        seen = {label for ls in labels for label in ls}
+        for label in out:
+            if label not in seen:
+                raise ValueError(f"einsum: output subscript {label!r} is in no operand")
+        if len(set(out)) != len(out):
+            raise ValueError(f"einsum: output subscript repeated in {output!r}")
+    else:
+        counts: dict[str, int] = {}
+        for ls in labels:
+            for label in ls:
+                counts[label] = counts.get(label, 0) + 1
+        out = broadcast + sorted(k for k, c in counts.items() if c == 1 and k not in broadcast)
+    return labels, out
+
+
+def _sizes(tensors: Sequence[Tensor], labels: Sequence[Labels]) -> dict[str, int]:
+    """Each label's size (1 broadcasts only for ``...`` dimensions)."""
+    sizes: dict[str, int] = {}
+    for t, ls in zip(tensors, labels, strict=True):
+        for label, size in zip(ls, t.shape, strict=True):
+            known = sizes.get(label)
+            if known is None or known == 1 and label in _ELLIPSIS_LABELS:
+                sizes[label] = size
+            elif size != known and not (size == 1 and label in _ELLIPSIS_LABELS):
+                raise ValueError(
+                    f"einsum: subscript {label!r} has size {size} and {known} in two operands"
+                )
+    return sizes
+
+
+def _diagonals(t: Tensor, labels: Labels) -> tuple[Tensor, Labels]:
+    """Repeated labels of one operand reduced to one dimension (its diagonal)."""
+    while len(set(labels)) != len(labels):
+        label = next(k for k in labels if labels.count(k) > 1)
+        where = [d for d, k in enumerate(labels) if k == label]
+        rest = [d for d in range(t.ndim) if d not in where]
+        t = transpose(t, [*rest, *where])
+        steps = np.arange(t.shape[-1])
+        t = gather(t, len(rest), [steps] * len(where))
+        labels = [labels[d] for d in rest] + [label]
+    return t, labels
+
+
+def _sum_out(t: Tensor, labels: Labels, keep: set[str]) -> tuple[Tensor, Labels]:
+    """Sum the dimensions whose labels are not in ``keep``."""
+    axes = tuple(d for d, k in enumerate(labels) if k not in keep)
+    if not axes:
+        return t, labels
+    total = apply1(ops.ReduceSum(axes, t.shape), t)
+    return total, [k for k in labels if k in keep]
+
+
+def _arrange(t: Tensor, labels: Labels, order: Labels, sizes: dict[str, int]) -> Tensor:
+    """``t`` with its dimensions in ``order`` (labels it lacks as size-1 dimensions),
+    broadcast over the ``...`` dimensions of size 1."""
+    present = [k for k in order if k in labels]
+    t = transpose(t, [labels.index(k) for k in present])
+    t = reshape(t, tuple(t.shape[present.index(k)] if k in present else 1 for k in order))
+    target = tuple(sizes[k] if k in present else 1 for k in order)
+    return broadcast_to(t, target) if target != t.shape else t
+
+
+def _pair(
+    a: Tensor, la: Labels, b: Tensor, lb: Labels, needed: set[str], sizes: dict[str, int]
+) -> tuple[Tensor, Labels]:
+    """Contract two operands, keeping the ``needed`` labels."""
+    batch = [k for k in la if k in lb and k in needed]
+    summed = [k for k in la if k in lb and k not in needed]
+    free_a = [k for k in la if k not in lb]
+    free_b = [k for k in lb if k not in la]
+    out = batch + free_a + free_b
+    if summed and (free_a or free_b or not batch):  # a BLAS contraction
+        a = _arrange(a, la, batch + free_a + summed, sizes)
+        b = _arrange(b, lb, batch + summed + free_b, sizes)
+        nb, na, ns = len(batch), len(free_a), len(summed)
+        op = ops.DotGeneral(tuple(range(nb + na, nb + na + ns)), tuple(range(nb, nb + ns)),
+                            tuple(range(nb)), tuple(range(nb)), a.shape, b.shape)  # fmt: skip
+        return apply1(op, a, b), out
+    order = out + summed  # a broadcast product (then a sum): one fused kernel
+    product = _arrange(a, la, order, sizes) * _arrange(b, lb, order, sizes)
+    return _sum_out(product, order, set(out))
+
+
+def einsum(subscripts: str, *operands: Any, optimize: Any = True) -> Tensor:
+    """Einstein summation over ``operands`` (see the module docstring)."""
+    if not isinstance(subscripts, str):
+        raise TypeError("einsum: the subscripts must be a string (numpy's first form)")
+    tensors = promoted(*operands) if operands else []
+    labels, out = _parse(subscripts, [t.shape for t in tensors])
+    sizes = _sizes(tensors, labels)
+    work: list[tuple[Tensor, Labels]] = []
+    for i, (t, ls) in enumerate(zip(tensors, labels, strict=True)):
+        t, ls = _diagonals(t, ls)
+        others = {k for j, other in enumerate(labels) if j != i for k in other}
+        work.append(_sum_out(t, ls, others | set(out)))
+    if len(work) > 2:
+        dummies = [np.broadcast_to(np.empty((), np.float64), t.shape) for t, _ in work]
+        letters = _ascii([k for _, ls in work for k in ls])
+        spec = ",".join("".join(letters[k] for k in ls) for _, ls in work)
+        path = np.einsum_path(spec, *dummies, optimize="greedy")[0][1:]
+    else:
+        path = [(0, 1)] if len(work) == 2 else []
+    for step in path:
+        pair = sorted(step, reverse=True)
+        taken = [work.pop(p) for p in pair]
+        if len(taken) == 1:
+            work.append(taken[0])
+            continue
+        (b, lb), (a, la) = taken
+        needed = set(out) | {k for _, ls in work for k in ls}
+        work.append(_pair(a, la, b, lb, needed, sizes))
+    (result, ls) = work[0]
+    result, ls = _sum_out(result, ls, set(out))
+    return _arrange(result, ls, out, sizes) if ls != out else result
+
+
+def _ascii(labels: Labels) -> dict[str, str]:
+    """Each label as a letter ``einsum_path`` accepts (``...`` labels as unused ones)."""
+    mapping = {k: k for k in labels if k in string.ascii_letters}
+    spare = iter(c for c in string.ascii_letters if c not in mapping)
+    for k in labels:
+        if k not in mapping:
+            mapping[k] = next(spare)
+    return mapping

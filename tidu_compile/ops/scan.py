@@ -1,0 +1,194 @@
+"""Scans along one axis (``cumsum``, ``cumprod``) and the sorting permutation.
+
+=====================  ============================================================
+op                     rules
+=====================  ============================================================
+cum_sum(axis, rev)     linear; transpose: the reverse cumulative sum
+cum_prod(axis)         ``dy_i = x_i dy_{i-1} + y_{i-1} dx_i``: a ``linear_scan`` of
+                       ``a = x`` over ``b = shift(y) * dx`` (exact where x is 0)
+linear_scan(axis, rev) ``y_i = a_i y_{i-1} + b_i``; linear in b; transpose: the reverse
+                       scan of ``conj(a)`` shifted by one
+argsort(axis)          int64 permutation (stable); no derivative
+=====================  ============================================================
+
+They run as numpy library calls between kernels, by design: a scan is a loop-carried
+dependency along its axis, which a fused elementwise kernel cannot hold (numpy's
+``cumsum`` is one pass; ``linear_scan`` evaluates in ``log2(n)`` vectorized steps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tidu_compile.ad import ADRuleError, ADRuleKind
+from tidu_compile.ops.base import (
+    DIFFERENTIABLE_DTYPES,
+    FLOAT_DTYPES,
+    TensorOp,
+    TensorType,
+    active,
+    add_tangents,
+    apply,
+    linear,
+    primitive,
+)
+
+__all__ = ["Argsort", "CumProd", "CumSum", "LinearScan"]
+
+
+class _AlongAxis(TensorOp):
+    """An op along ``axis`` of operands of one shape."""
+
+    def check_axis(self, t: TensorType) -> None:
+        axis = self.axis  # type: ignore[attr-defined]
+        if not 0 <= axis < max(t.ndim, 1) or t.ndim == 0:
+            raise ValueError(f"{self!r}: axis {axis} is out of range for shape {t.shape}")
+
+
+def _flip(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
+    return np.flip(x, axis) if reverse else x
+
+
+@primitive
+class CumSum(_AlongAxis):
+    """Cumulative sum along ``axis`` (from the end when ``reverse``)."""
+
+    axis: int
+    reverse: bool = False
+    input_count = 1
+
+    def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
+        self.check_arity(inputs)
+        self.check_axis(inputs[0])
+        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
+        return (inputs[0],)
+
+    def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        x = arrays[0]
+        total = np.cumsum(_flip(x, self.axis, self.reverse), axis=self.axis, dtype=x.dtype)
+        return (np.ascontiguousarray(_flip(total, self.axis, self.reverse)),)
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        return [linear(b, self, [ts[0]], (True,))]
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        return [linear(b, CumSum(self.axis, not self.reverse), [cts[0]], (True,))]
+
+
+@primitive
+class LinearScan(_AlongAxis):
+    """``y_i = a_i * y_{i-1} + b_i`` along ``axis`` (``y_{-1} = 0``; from the end when
+    ``reverse``: ``y_i = a_i * y_{i+1} + b_i``). Linear in ``b``."""
+
+    axis: int
+    shape: tuple[int, ...]
+    reverse: bool = False
+    input_count = 2
+
+    def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
+        t = self.check_same_types(inputs)
+        if t.shape != self.shape:
+            raise ValueError(f"{self!r}: inputs have shape {t.shape}, expected {self.shape}")
+        self.check_axis(t)
+        self.check_dtype(t, DIFFERENTIABLE_DTYPES)
+        return (t,)
+
+    def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Hillis-Steele doubling on pairs ``(A, B)``: after the step of distance ``d``,
+        ``y_i = A_i * y_{i-d} + B_i``; ``log2(n)`` vectorized steps."""
+        a = np.moveaxis(_flip(arrays[0], self.axis, self.reverse), self.axis, 0).copy()
+        y = np.moveaxis(_flip(arrays[1], self.axis, self.reverse), self.axis, 0).copy()
+        distance = 1
+        while distance < len(y):
+            y[distance:] = y[distance:] + a[distance:] * y[:-distance]
+            a[distance:] = a[distance:] * a[:-distance]
+            a[:distance] = 0
+            distance *= 2
+        out = _flip(np.moveaxis(y, 0, self.axis), self.axis, self.reverse)
+        return (np.ascontiguousarray(out, dtype=arrays[1].dtype),)
+
+    def _shift(self, b, x, value: float, forward: bool) -> int:  # type: ignore[no-untyped-def]
+        """``x_{i-1}`` (``forward``, in the scan's direction) or ``x_{i+1}``, with
+        ``value`` where nothing moves in; ``x`` is a primal value."""
+        from tidu_compile.ops.indexing import Pad, Slice
+
+        n = self.shape[self.axis]
+        later = forward != self.reverse  # moves toward larger indices
+        cut = tuple(n - 1 if d == self.axis else s for d, s in enumerate(self.shape))
+        start = tuple(0 if later or d != self.axis else 1 for d in range(len(self.shape)))
+        place = tuple(1 if later and d == self.axis else 0 for d in range(len(self.shape)))
+        ones = (1,) * len(self.shape)
+        kept = apply(b, Slice(start, ones, cut, self.shape), [x])
+        return apply(b, Pad(place, ones, self.shape, cut, value), [kept])
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        from tidu_compile.ops.elementwise import Mul
+
+        da, db = ts
+        drive = db
+        if da is not None:
+            previous = self._shift(b, ys[0], 0.0, forward=True)
+            drive = add_tangents(b, linear(b, Mul(), [da, previous], (True, False)), db)
+        return [linear(b, self, [xs[0], drive], (False, True))]
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        from tidu_compile.ops.complex_ops import Conj
+
+        if active(role, 0) or not active(role, 1):
+            raise ADRuleError.invalid_input(self, ADRuleKind.TRANSPOSE,
+                                            "linear_scan is linear in b only")  # fmt: skip
+        coefficient = self._shift(b, apply(b, Conj(), [inputs[0]]), 0.0, forward=False)
+        back = LinearScan(self.axis, self.shape, not self.reverse)
+        return [None, linear(b, back, [coefficient, cts[0]], (False, True))]
+
+
+@primitive
+class CumProd(_AlongAxis):
+    """Cumulative product along ``axis``; its tangent is a ``LinearScan`` (no division,
+    so exact where ``x`` has zeros)."""
+
+    axis: int
+    shape: tuple[int, ...]
+    input_count = 1
+
+    def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
+        self.check_arity(inputs)
+        if inputs[0].shape != self.shape:
+            raise ValueError(f"{self!r}: input has shape {inputs[0].shape}, expected {self.shape}")
+        self.check_axis(inputs[0])
+        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
+        return (inputs[0],)
+
+    def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        x = arrays[0]
+        return (np.cumprod(x, axis=self.axis, dtype=x.dtype),)
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        from tidu_compile.ops.elementwise import Mul
+
+        scan = LinearScan(self.axis, self.shape)
+        previous = scan._shift(b, ys[0], 1.0, forward=True)  # y_{i-1}, 1 before the start
+        drive = linear(b, Mul(), [ts[0], previous], (True, False))
+        return [linear(b, scan, [xs[0], drive], (False, True))]
+
+
+@primitive
+class Argsort(_AlongAxis):
+    """The stable sorting permutation along ``axis`` (int64); no derivative. A sort is
+    a ``Gather`` of it (``frontend.arrays.sort``)."""
+
+    axis: int
+    input_count = 1
+    differentiable = False
+
+    def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
+        self.check_arity(inputs)
+        self.check_axis(inputs[0])
+        self.check_dtype(inputs[0], FLOAT_DTYPES)
+        return (TensorType(inputs[0].shape, "int64"),)
+
+    def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.argsort(arrays[0], axis=self.axis, kind="stable").astype(np.int64),)
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        return [None]
