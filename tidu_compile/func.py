@@ -35,7 +35,7 @@ from tidu_compile.frontend.state import RECORDER, current_capture, get_default_e
 from tidu_compile.frontend.tensor import Tensor, apply1
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES
 
-__all__ = ["grad", "jvp", "value_and_grad", "vjp"]
+__all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp"]
 
 Tree = Any  # a Tensor (or array-like leaf), or a list, tuple or dict of trees
 
@@ -246,3 +246,111 @@ def jvp(
     tangent_out = [_zeros_like(o) if t is None else t for o, t in zip(outputs, pushed,
                                                                        strict=True)]  # fmt: skip
     return out, rebuild(tangent_out)
+
+
+# ------------------------------------------------------------------ jacobians
+
+
+def _stack(tensors: list[Tensor], shape: tuple[int, ...], like: Tensor) -> Tensor:
+    """``tensors`` stacked along a new first axis and reshaped to ``shape``."""
+    from tidu_compile.frontend import FUNCTIONS
+
+    if not tensors:
+        return Tensor(np.zeros(shape, dtype=like.dtype))
+    return FUNCTIONS["reshape"](FUNCTIONS["stack"](tensors), shape)  # type: ignore[no-any-return]
+
+
+def _basis(shape: tuple[int, ...], dtype: np.dtype) -> list[Tensor]:
+    """The unit tensors of ``shape`` in row-major order."""
+    size = int(np.prod(shape, dtype=np.int64))
+    return [Tensor(np.eye(1, size, k, dtype=dtype).reshape(shape)) for k in range(size)]
+
+
+def _check_tensor_arguments(args: tuple[Any, ...], numbers: tuple[int, ...], name: str) -> None:
+    """Jacobians are taken with respect to tensors (or arrays), not trees of them."""
+    for n in numbers:
+        if isinstance(args[n], (list, tuple, dict)):
+            raise TypeError(
+                f"{name}: argument {n} must be a tensor or an array, got a "
+                f"{type(args[n]).__name__} (Jacobians of nested arguments are not supported; "
+                "use vjp or jvp)"
+            )
+
+
+def _tensor_output(out: Any, name: str) -> Tensor:
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}: the function must return a Tensor, got {type(out).__name__}")
+    return out
+
+
+def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """The Jacobian of ``f`` (one tensor output) by reverse mode, one VJP per output
+    element: of shape ``out.shape + arg.shape`` (a tuple of them when ``argnums`` is a
+    tuple; each argument a tensor)."""
+
+    def transformed(*args: Any) -> Any:
+        _not_traced("jacrev")
+        numbers = _check_argnums(argnums, len(args), "jacrev")
+        _check_tensor_arguments(args, numbers, "jacrev")
+        call_args, variables, rebuilders = _with_variables(args, numbers, "jacrev")
+        out = _tensor_output(f(*call_args), "jacrev")
+        rows: list[list[Tensor]] = [[] for _ in numbers]
+        for seed in _basis(out.shape, out.dtype):
+            for row, gradient in zip(rows, _gradients([(out, seed)], variables, rebuilders),
+                                     strict=True):  # fmt: skip
+                row.append(gradient)
+        jacobians = tuple(_stack(row, out.shape + fresh[0].shape, out)
+                          for row, fresh in zip(rows, variables, strict=True))  # fmt: skip
+        return jacobians[0] if isinstance(argnums, int) else jacobians
+
+    return transformed
+
+
+def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """The Jacobian of ``f`` (one tensor output) by forward mode, one JVP per input
+    element: of shape ``out.shape + arg.shape`` (a tuple of them when ``argnums`` is a
+    tuple; each argument a tensor)."""
+
+    def transformed(*args: Any) -> Any:
+        from tidu_compile.frontend import FUNCTIONS
+
+        _not_traced("jacfwd")
+        numbers = _check_argnums(argnums, len(args), "jacfwd")
+        _check_tensor_arguments(args, numbers, "jacfwd")
+        jacobians = []
+        for n in numbers:
+            x = _as_tensor(args[n], f"jacfwd: argument {n}")
+            g = _one_argument(f, args, n)
+            out = _tensor_output(g(x), "jacfwd")
+            columns = [_tensor_output(jvp(g, (x,), (t,))[1], "jacfwd")
+                       for t in _basis(x.shape, x.dtype)]  # fmt: skip
+            stacked = _stack(columns, x.shape + out.shape, out)  # x's axes first
+            axes = tuple(range(x.ndim, x.ndim + out.ndim)) + tuple(range(x.ndim))
+            jacobians.append(FUNCTIONS["transpose"](stacked, axes))
+        return jacobians[0] if isinstance(argnums, int) else tuple(jacobians)
+
+    return transformed
+
+
+def _one_argument(f: Callable[..., Any], args: tuple[Any, ...], n: int) -> Callable[[Any], Any]:
+    """``f`` as a function of its argument ``n`` alone (the others fixed to ``args``)."""
+
+    def g(value: Any) -> Any:
+        return f(*args[:n], value, *args[n + 1 :])
+
+    return g
+
+
+def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """The Hessian of a real-scalar ``f``: ``jacfwd(jacrev(f))`` (forward over reverse).
+
+    With ``argnums`` a tuple, block ``[i][j]`` is ``d2f / d(arg i) d(arg j)``, of shape
+    ``arg_i.shape + arg_j.shape``, as ``jax.hessian`` gives it."""
+    if isinstance(argnums, int):
+        return jacfwd(jacrev(f, argnums), argnums)
+
+    def transformed(*args: Any) -> Any:
+        numbers = _check_argnums(argnums, len(args), "hessian")
+        return tuple(tuple(jacfwd(jacrev(f, i), j)(*args) for j in numbers) for i in numbers)
+
+    return transformed

@@ -85,12 +85,14 @@ def test_conversions_of_a_tensor_requiring_gradients_and_format() -> None:
         bool(leaf([1.0, 2.0]))
 
 
-def test_iteration_gives_rows_without_gradient_and_refuses_with_gradient() -> None:
+def test_iteration_gives_rows_that_keep_their_gradient() -> None:
     rows = list(tc.tensor(np.arange(6.0).reshape(3, 2)))
     assert len(rows) == 3 and all(isinstance(r, tc.Tensor) for r in rows)
     np.testing.assert_array_equal(rows[2].numpy(), [4.0, 5.0])
-    with pytest.raises(TypeError, match="needs indexing"):
-        a, b = leaf([1.0, 2.0])
+    x = leaf([1.0, 2.0])
+    a, b = x
+    (g,) = tc.grad(a * b**2, [x])
+    np.testing.assert_allclose(g, [4.0, 4.0])
     with pytest.raises(TypeError, match="0-d"):
         iter(tc.tensor(1.0))
 
@@ -198,12 +200,12 @@ def test_out_and_unknown_keywords_are_refused_by_name() -> None:
 
 def test_unsupported_numpy_functions_raise_naming_the_function() -> None:
     x = leaf([1.0, 2.0])
-    with pytest.raises(TypeError, match=r"numpy.cumsum .*no 'cumsum'"):
-        np.cumsum(x)
+    with pytest.raises(TypeError, match=r"numpy.median .*no 'median'"):
+        np.median(x)
     with pytest.raises(TypeError, match=r"numpy.add.reduce .*tidu_compile.sum"):
         np.add.reduce(x)
-    with pytest.raises(TypeError, match="numpy.concatenate.*comes with indexing"):
-        np.concatenate([x, x])
+    with pytest.raises(TypeError, match=r"numpy.convolve .*no 'convolve'"):
+        np.convolve(x, x)
 
 
 def test_numpy_computes_where_no_gradient_can_be_dropped() -> None:

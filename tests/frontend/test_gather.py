@@ -210,3 +210,31 @@ def test_a_traced_mask_argument_is_refused() -> None:
 
     with pytest.raises(TypeError, match="boolean masks give data-dependent shapes"):
         loss(tc.tensor(_rand((3,)), requires_grad=True), tc.tensor(np.array([True, False, True])))
+
+
+def test_traced_labels_follow_every_call_and_are_range_checked() -> None:
+    """Integer labels passed to a ``tc.function`` stay inputs of the trace: a second call
+    with other labels gathers other elements, and an out-of-range label in a later call
+    is numpy's ``IndexError``, not a read outside the buffer."""
+    table = np.arange(12.0).reshape(3, 4)
+    constant = tc.tensor(table)  # a constant tensor indexed by traced labels
+
+    @tc.function
+    def picked(logits: tc.Tensor, labels: tc.Tensor) -> tc.Tensor:
+        return tc.sum(logits[np.arange(3), labels] * constant[np.arange(3), labels])
+
+    x = tc.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4), requires_grad=True)
+    for labels in ([0, 3, 1], [2, 2, 0]):
+        rows = np.arange(3), np.array(labels)
+        loss = picked(x, tc.tensor(np.array(labels)))
+        np.testing.assert_allclose(loss.item(), np.sum(x.numpy()[rows] * table[rows]))
+        (g,) = tc.grad(loss, [x])
+        expected = np.zeros((3, 4))
+        expected[rows] = table[rows]
+        np.testing.assert_allclose(g, expected)
+    with pytest.raises(IndexError, match="out of bounds"):
+        picked(x, tc.tensor(np.array([0, 4, 1])))
+    # an ndarray indexed by a traced tensor would freeze the labels: a clear error
+    frozen = tc.function(lambda logits, labels: tc.sum(logits[0] * table[np.arange(3), labels]))
+    with pytest.raises(tc.TracedValueError):
+        frozen(x, tc.tensor(np.array([0, 1, 2])))

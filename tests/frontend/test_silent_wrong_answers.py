@@ -73,6 +73,17 @@ def test_tensors_inside_data_are_a_clear_error(make) -> None:  # type: ignore[no
         make(a)
 
 
+def test_tidu_numpy_array_of_tensors_stacks_them_keeping_the_gradient() -> None:
+    """autograd's and JAX's ``np.array([a, 2 * a])``: a stack, differentiable."""
+    import tidu_compile.numpy as tnp
+
+    a = leaf([1.5, 2.0])
+    b = tnp.array([[a, 2 * a], [a**2, tnp.ones(2)]])
+    assert b.shape == (2, 2, 2)
+    (g,) = tc.grad(tc.sum(b * np.arange(8.0).reshape(2, 2, 2)), [a])
+    np.testing.assert_allclose(g, [0 + 2 * 2 + 4 * 2 * 1.5, 1 + 2 * 3 + 5 * 2 * 2.0])
+
+
 # (4) ``@tc.function`` froze values read from traced tensors.
 
 

@@ -6,8 +6,9 @@ They return constant tensors (no gradient), computed by numpy, so dtypes follow 
 ``zeros(3)`` is float64, ``arange(3)`` int64, ``full(2, 1)`` int64. Two take tensors and
 keep their gradient: ``array(t)``/``asarray(t)`` of a tensor (``t`` itself, converted
 with a recorded ``astype`` when a dtype is given) and ``full(shape, t)`` (``t`` broadcast).
-A tensor inside a list (``array([a, 2 * a])``) is a ``TypeError``: combining tensors
-needs ``stack``, which comes with indexing. ``empty`` and ``empty_like`` give zeros (a
+Tensors inside lists (``array([a, 2 * a])``, as autograd and JAX users write it) are
+stacked, so their gradients flow (``stack`` per nesting level, numbers made constants).
+``empty`` and ``empty_like`` give zeros (a
 tensor's data is never uninitialized).
 """
 
@@ -48,12 +49,15 @@ def _static(value: Any, name: str, argument: str) -> Any:
     return value
 
 
-def _refuse_tensors_inside(value: Any, name: str) -> None:
-    if contains_tensor(value):
-        raise TypeError(
-            f"{name}: the data holds tensors; building an array from them would cut their "
-            "gradient. Use stack (it comes with indexing) to combine tensors"
-        )
+def _stacked(value: Any) -> Tensor:
+    """Nested lists of tensors and numbers as one tensor: ``stack`` at every level."""
+    from tidu_compile.frontend.joining import stack
+
+    if isinstance(value, (list, tuple)) and contains_tensor(value):
+        if not value:
+            raise ValueError("array: an empty list inside a list of tensors")
+        return stack([_stacked(item) for item in value])
+    return value if isinstance(value, Tensor) else Tensor(np.array(value))
 
 
 def array(object: Any, dtype: Any = None, *, copy: bool = True, ndmin: int = 0) -> Tensor:  # noqa: A002 - numpy's name
@@ -67,7 +71,8 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, ndmin: int = 0) 
         if result.ndim < ndmin:
             result = reshape(result, (1,) * (ndmin - result.ndim) + result.shape)
         return result
-    _refuse_tensors_inside(object, "array")
+    if contains_tensor(object):
+        return array(_stacked(object), dtype, ndmin=ndmin)
     return _constant(np.array(object, dtype=dtype, copy=True, ndmin=ndmin), "array")
 
 
@@ -106,7 +111,9 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
         value = fill_value if dtype is None else astype(fill_value, dtype)
         target = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
         return broadcast_to(value, target)
-    _refuse_tensors_inside(fill_value, "full")
+    if contains_tensor(fill_value):
+        fill_value = array(fill_value)  # stacked: keeps the gradients
+        return full(shape, fill_value, dtype)
     return _constant(np.full(shape, fill_value, dtype), "full")
 
 

@@ -41,14 +41,6 @@ ALIASES = {
 SHAPE_FUNCTIONS = frozenset({"shape", "ndim", "size", "result_type", "iscomplexobj",
                              "isrealobj"})  # fmt: skip
 
-#: For an unsupported name: where its tidu_compile counterpart will come from.
-PLANNED = {
-    **dict.fromkeys(("max", "min", "prod", "var", "std", "argmax", "argmin", "all", "any",
-                     "norm", "logsumexp"), "it comes with the reductions"),
-    **dict.fromkeys(("concatenate", "stack", "vstack", "hstack", "split", "take",
-                     "column_stack"), "it comes with indexing"),
-}  # fmt: skip
-
 #: A ufunc method (``np.add.reduce``) -> the tidu_compile function doing that.
 UFUNC_METHODS = {("add", "reduce"): "sum", ("maximum", "reduce"): "max",
                  ("minimum", "reduce"): "min", ("multiply", "reduce"): "prod"}  # fmt: skip
@@ -98,11 +90,8 @@ def _is_exact(result: Any) -> bool:
 
 
 def _missing(name: str) -> str:
-    """Why tidu_compile cannot run numpy's ``name``: it has no such function (yet)."""
-    planned = PLANNED.get(ALIASES.get(name, name))
-    return f"tidu_compile has no {ALIASES.get(name, name)!r}" + (
-        f" yet ({planned})" if planned else ""
-    )
+    """Why tidu_compile cannot run numpy's ``name``: it has no such function."""
+    return f"tidu_compile has no {ALIASES.get(name, name)!r}"
 
 
 def _rejected(found: tuple[str, Callable[..., Any]], why: str) -> str:

@@ -45,9 +45,10 @@ def _traced(value: Any) -> bool:
 
 
 def _numpy_item(item: Any) -> Any:
-    """A key item as numpy sees it (tensors as arrays)."""
+    """A key item as numpy sees it (tensors as arrays: a traced integer tensor's values
+    of the call being traced, used for shapes and range checks only)."""
     if isinstance(item, Tensor):
-        return item.numpy()
+        return item._data
     if isinstance(item, list):
         array = np.asarray(item)
         return array.astype(np.intp) if array.size == 0 else array  # numpy: [] is an index
@@ -127,9 +128,13 @@ def _broadcast(indices: list[Index], what: str) -> tuple[list[Index], tuple[int,
 
 
 def _check_range(indices: Sequence[Index], sizes: Sequence[int], axes: Sequence[int]) -> None:
-    """numpy's ``IndexError`` for an index outside ``-size .. size-1``."""
+    """numpy's ``IndexError`` for an index outside ``-size .. size-1``.
+
+    A traced integer tensor (an index argument of a ``tidu_compile.function``) is checked
+    on the values of the call being traced; later calls with new values are checked when
+    the forward evaluates the ``Gather`` (numpy's indexing raises the same error)."""
     for index, size, axis in zip(indices, sizes, axes, strict=True):
-        values = index.numpy() if isinstance(index, Tensor) else index
+        values = index._data if isinstance(index, Tensor) else index
         bad = values[(values < -size) | (values >= size)]
         if bad.size:
             raise IndexError(
@@ -145,7 +150,7 @@ def gather(x: Tensor, axis: int, indices: Sequence[Index]) -> Tensor:
     _check_range(indices, sizes, range(axis, axis + len(indices)))
     tensors = [i if isinstance(i, Tensor) else Tensor(i) for i in indices]
     op = ops.Gather(axis, x.shape, index_shape, len(indices))
-    if not tracked(x):
+    if not tracked(x) and not any(_traced(t) for t in tensors):
         return Tensor(op.evaluate(x.numpy(), *(t.numpy() for t in tensors))[0])
     return apply1(op, x, *tensors)
 

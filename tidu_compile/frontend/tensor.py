@@ -392,15 +392,15 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     """A new tensor holding a copy of ``data``.
 
     An integer or bool tensor cannot require gradients, and tensors inside ``data``
-    (``tensor([a, 2 * a])``, which would cut their gradient) are refused until ``stack``
-    exists (``TypeError``).
+    (``tensor([a, 2 * a])``, which would cut their gradient) are a ``TypeError`` pointing
+    to ``stack`` (or ``tidu_compile.numpy.array``, which stacks them).
     """
     if isinstance(data, Tensor):
         data = data.numpy()
     elif contains_tensor(data):
         raise TypeError(
             "tensor: the data holds tensors; building a tensor from them would cut their "
-            "gradient. Use tidu_compile.stack (with indexing, coming) to combine tensors, "
+            "gradient. Use tidu_compile.stack (or tidu_compile.numpy.array) to combine tensors, "
             "or pass t.numpy() / t.detach() for the values only"
         )
     try:
@@ -438,8 +438,8 @@ def as_tensor(value: Any) -> Tensor:
         return value
     if contains_tensor(value):
         raise TypeError(
-            "a list of tensors is not an operand: combining tensors needs "
-            "tidu_compile.stack (with indexing, coming)"
+            "a list of tensors is not an operand: combine the tensors with "
+            "tidu_compile.stack (or tidu_compile.numpy.array) first"
         )
     array = np.asarray(value)
     if array.dtype == object:

@@ -10,9 +10,9 @@ The only change an autograd or JAX program needs. It holds:
   dtypes (``float32``, ``float64``, ``complex128``, ``int64``, ``bool_``, ``dtype``,
   ``finfo``...), and functions of shapes and dtypes only (``shape``, ``ndim``,
   ``result_type``...), which are numpy's own;
-* ``random`` (``tidu_compile.numpy.random``): numpy's, for data; inside
-  ``@tidu_compile.function`` its functions raise (a draw would be frozen into the
-  trace).
+* ``linalg`` (``norm`` only) and ``random`` (``tidu_compile.numpy.random``): numpy's,
+  for data; inside ``@tidu_compile.function`` its functions raise (a draw would be
+  frozen into the trace).
 
 Constructors return constant tensors (no gradient). Any other numpy name raises
 ``AttributeError`` saying what to use instead: nothing here hands back plain numpy
@@ -26,8 +26,8 @@ from typing import Any
 import numpy
 
 from tidu_compile.frontend import FUNCTIONS
-from tidu_compile.frontend.dispatch import ALIASES, PLANNED
-from tidu_compile.numpy import random
+from tidu_compile.frontend.dispatch import ALIASES
+from tidu_compile.numpy import linalg, random
 
 #: numpy's constants, dtypes and functions of dtypes or shapes only, handed out as is.
 NUMPY_AS_IS = (
@@ -42,9 +42,8 @@ NUMPY_AS_IS = (
     "errstate", "seterr", "geterr", "set_printoptions", "get_printoptions", "printoptions",
 )  # fmt: skip
 
-#: numpy's submodules: what to use instead, until tidu_compile has them.
+#: numpy's other submodules: what to use instead.
 SUBMODULES = {
-    "linalg": "for norms, sqrt(sum(abs(x)**2)) (tidu_compile.norm comes with the reductions)",
     "fft": "tidu_compile has no Fourier transforms",
 }
 
@@ -65,6 +64,7 @@ def _functions() -> dict[str, Any]:
 _NAMESPACE: dict[str, Any] = {
     **{name: getattr(numpy, name) for name in NUMPY_AS_IS},
     **_functions(),
+    "linalg": linalg,
     "random": random,
 }
 globals().update(_NAMESPACE)
@@ -82,11 +82,10 @@ def __getattr__(name: str) -> Any:
     if name in SUBMODULES:
         raise AttributeError(f"tidu_compile.numpy has no {name!r}: {SUBMODULES[name]}")
     if not name.startswith("_") and hasattr(numpy, name):
-        why = PLANNED.get(ALIASES.get(name, name), "not differentiable in tidu_compile yet")
         raise AttributeError(
-            f"tidu_compile.numpy has no {name!r} ({why}). For values without gradient, call "
-            f"numpy.{name} (import numpy) on t.numpy(); tidu_compile.numpy.names() lists "
-            "what tidu_compile.numpy has"
+            f"tidu_compile.numpy has no {name!r} (not differentiable in tidu_compile yet). "
+            f"For values without gradient, call numpy.{name} (import numpy) on t.numpy(); "
+            "tidu_compile.numpy.names() lists what tidu_compile.numpy has"
         )
     raise AttributeError(f"module 'tidu_compile.numpy' has no attribute {name!r}")
 

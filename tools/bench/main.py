@@ -3,6 +3,7 @@
     tidu-compile bench                      # everything, torch and jax if installed
     tidu-compile bench --quick --workload W1 --no-peers --json out.json
     tidu-compile bench --kernels            # math functions and fused kernels, ns/element
+    tidu-compile bench --hvp                # W1 Hessian-vector product against jax, torch
 
 Per workload, in this process: the hand-written numpy backward, then tidu (a fresh
 ``CompiledExecutor`` on an empty cache directory: cold first call, then warm calls of
@@ -10,7 +11,7 @@ the backward, then full steps: forward and backward), its gradients checked agai
 numpy's, and in a fresh subprocess the warm-from-disk first call. Then each installed
 peer (torch, jax) in its own subprocess, timed like for like (see ``peers``). Exit
 status: 0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
-``--kernels`` runs ``bench.kernels`` instead.
+``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``.
 """
 
 from __future__ import annotations
@@ -86,6 +87,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kernels", action="store_true",
                         help="instead: each math function and the fused W1/W4 kernels in ns "
                         "per element, one thread and all, against numpy and memory bandwidth")
+    parser.add_argument("--hvp", action="store_true",
+                        help="instead: the W1 Hessian-vector product (n = 1e6) against "
+                        "jax.jit and torch.func in the same process")
 
 
 def _policy(args: argparse.Namespace) -> Policy:
@@ -278,6 +282,10 @@ def command(args: argparse.Namespace) -> int:
         from tidu_compile.tools.bench.kernels import command as kernels_command
 
         return kernels_command(args)
+    if getattr(args, "hvp", False):
+        from tidu_compile.tools.bench.hvp import command as hvp_command
+
+        return hvp_command(args)
     document = run(args)
     if args.json:
         Path(args.json).write_text(json.dumps(json_safe(document), indent=2) + "\n")

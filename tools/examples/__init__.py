@@ -73,13 +73,13 @@ def _autograd_style() -> tuple[Example, ...]:
     from tidu_compile.tools.examples import black_box_svi, logistic_regression, mlp_classifier
 
     def mlp_objective(*weights: tc.Tensor) -> tc.Tensor:
-        """MLP 2-8-3 classifier: mean softmax cross-entropy of one-hot labels + L2."""
+        """MLP 2-8-3 classifier: mean log_softmax cross-entropy of integer labels + L2."""
         return mlp_classifier.objective(list(zip(weights[::2], weights[1::2], strict=True)))
 
-    def svi_objective(mean: tc.Tensor, log_std: tc.Tensor) -> tc.Tensor:
+    def svi_objective(params: tc.Tensor) -> tc.Tensor:
         """Negative evidence lower bound (50 samples) of a diagonal Gaussian fitted to a
-        Bayesian logistic regression posterior."""
-        return black_box_svi.objective(mean, log_std, 0)
+        Bayesian logistic regression posterior (params: mean, then log std)."""
+        return black_box_svi.objective(params, 0)
 
     sizes = mlp_classifier.layer_sizes
     pairs = zip(sizes[:-1], sizes[1:], strict=False)
@@ -90,8 +90,8 @@ def _autograd_style() -> tuple[Example, ...]:
                 logistic_regression.training_loss, steps=100, step_size=0.1),
         Example("mlp_classifier", mlp_objective.__doc__ or "", ("W1", "b1", "W2", "b2"),
                 mlp_shapes, mlp_objective, scale=0.3, steps=100, step_size=0.5),
-        Example("black_box_svi", svi_objective.__doc__ or "", ("mean", "log_std"),
-                ((black_box_svi.D,), (black_box_svi.D,)), svi_objective, scale=0.5, steps=100,
+        Example("black_box_svi", svi_objective.__doc__ or "", ("params",),
+                ((2 * black_box_svi.D,),), svi_objective, scale=0.5, steps=100,
                 step_size=0.05),
     )  # fmt: skip
 

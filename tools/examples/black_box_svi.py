@@ -2,11 +2,10 @@
 ``examples/black_box_svi.py`` (with ``import tidu_compile.numpy as np``): a diagonal
 Gaussian fitted to the posterior of a Bayesian logistic regression.
 
-Until tidu_compile has indexing, the variational parameters are two tensors
-(``mean``, ``log_std``) rather than slices of one vector, and the target's log density
-is written out (no ``scipy.stats``). The objective draws its samples from
-``npr.RandomState(t)``, so one iteration ``t`` is a deterministic function of the
-parameters (which central differences need).
+The variational parameters are one vector, ``mean, log_std = params[:D], params[D:]``
+(slices), as in autograd; the target's log density is written out (no ``scipy.stats``).
+The objective draws its samples from ``npr.RandomState(t)``, so one iteration ``t`` is
+a deterministic function of the parameters (which central differences need).
 """
 
 import tidu_compile.numpy as np
@@ -20,8 +19,14 @@ def black_box_variational_inference(logprob, D, num_samples):
     def gaussian_entropy(log_std):
         return 0.5 * D * (1.0 + np.log(2 * np.pi)) + np.sum(log_std)
 
-    def variational_objective(mean, log_std, t):
+    def unpack_params(params):
+        # Variational dist is a diagonal Gaussian.
+        mean, log_std = params[:D], params[D:]
+        return mean, log_std
+
+    def variational_objective(params, t):
         """Provides a stochastic estimate of the variational lower bound."""
+        mean, log_std = unpack_params(params)
         rs = npr.RandomState(t)
         samples = rs.randn(num_samples, D) * np.exp(log_std) + mean
         lower_bound = gaussian_entropy(log_std) + np.mean(logprob(samples, t))

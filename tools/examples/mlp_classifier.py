@@ -1,11 +1,12 @@
 """An MLP classifier, written as autograd's ``examples/neural_net.py`` (with
 ``import tidu_compile.numpy as np``), on a toy data set of integer labels.
 
-Two changes until tidu_compile has them: the one-hot targets come from a comparison
-(``labels[:, None] == np.arange(classes)``), and ``log_softmax`` is
-``x - log(sum(exp(x)))`` (without ``logsumexp``'s shift by the maximum: the toy
-activations stay small). The parameters are drawn by the example's ``make_inputs``
-(autograd's ``init_random_params``: ``scale * randn``, with ``scale = 0.3``).
+The labels are integers and the log-likelihood picks each point's log-probability by
+indexing (``log_probs[np.arange(points), labels]``, a gather) instead of multiplying
+by one-hot targets; ``log_softmax`` subtracts the row maximum before ``exp`` (autograd's
+``logsumexp``, written with numpy's names only). The parameters are drawn by the
+example's ``make_inputs`` (autograd's ``init_random_params``: ``scale * randn``, with
+``scale = 0.3``).
 """
 
 import tidu_compile.numpy as np
@@ -13,7 +14,8 @@ import tidu_compile.numpy.random as npr
 
 
 def log_softmax(x):
-    return x - np.log(np.sum(np.exp(x), axis=1, keepdims=True))
+    m = np.max(x, axis=1, keepdims=True)
+    return x - (m + np.log(np.sum(np.exp(x - m), axis=1, keepdims=True)))
 
 
 def neural_net_predict(params, inputs):
@@ -32,9 +34,10 @@ def l2_norm(params):
     return sum(np.sum(W**2) + np.sum(b**2) for W, b in params)
 
 
-def log_posterior(params, inputs, targets, L2_reg):
+def log_posterior(params, inputs, labels, L2_reg):
     log_prior = -L2_reg * l2_norm(params)
-    log_lik = np.sum(neural_net_predict(params, inputs) * targets)
+    log_probs = neural_net_predict(params, inputs)
+    log_lik = np.sum(log_probs[np.arange(len(labels)), labels])
     return log_prior + log_lik
 
 
@@ -42,13 +45,12 @@ def log_posterior(params, inputs, targets, L2_reg):
 classes, points = 3, 60
 rs = npr.RandomState(1)
 labels = rs.randint(0, classes, size=points)
-targets = labels[:, None] == np.arange(classes)  # one-hot, by a comparison
 centres = np.array([[1.0, 0.0], [-0.5, 0.9], [-0.5, -0.9]])
-inputs = np.dot(targets, centres) + 0.4 * rs.randn(points, 2)
+inputs = centres[labels] + 0.4 * rs.randn(points, 2)
 
 layer_sizes = [2, 8, classes]
 L2_reg = 0.01
 
 
 def objective(params):
-    return -log_posterior(params, inputs, targets, L2_reg) / points
+    return -log_posterior(params, inputs, labels, L2_reg) / points
