@@ -192,11 +192,11 @@ def test_array_arguments_are_inputs_passed_at_every_call() -> None:
         lambda t: t.numpy(),
         lambda t: np.asarray(t * 2.0),
         lambda t: t.tolist(),
-        lambda t: list(t),
-        lambda t: np.cumsum(t),
+        lambda t: [row.item() for row in t],
+        lambda t: np.median(t),
         lambda t: t.detach(),
     ],
-    ids=["item", "float", "bool", "numpy", "asarray", "tolist", "iter", "np.cumsum", "detach"],
+    ids=["item", "float", "bool", "numpy", "asarray", "tolist", "rows", "np.median", "detach"],
 )
 def test_reading_a_traced_value_raises_and_says_why(read) -> None:  # type: ignore[no-untyped-def]
     @tc.function
@@ -207,7 +207,7 @@ def test_reading_a_traced_value_raises_and_says_why(read) -> None:  # type: igno
     (x,) = inputs((1,))
     with pytest.raises(TypeError, match="traced") as info:
         f(x)
-    assert isinstance(info.value, tc.TracedValueError) or "numpy.cumsum" in str(info.value)
+    assert isinstance(info.value, tc.TracedValueError) or "numpy.median" in str(info.value)
     assert not f.traces
 
 

@@ -238,3 +238,20 @@ def test_traced_labels_follow_every_call_and_are_range_checked() -> None:
     frozen = tc.function(lambda logits, labels: tc.sum(logits[0] * table[np.arange(3), labels]))
     with pytest.raises(tc.TracedValueError):
         frozen(x, tc.tensor(np.array([0, 1, 2])))
+
+
+def test_advanced_at_updates_inside_a_function_read_no_traced_values() -> None:
+    """``x.at[int_array].set/add`` in a ``tc.function``: the update's shape comes from
+    the key, not from reading the traced ``x`` (a ``TracedValueError`` before)."""
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+
+    @tc.function
+    def loss(x: tc.Tensor) -> tc.Tensor:
+        y = x.at[np.array([0, 0, 2])].set(x[1] * 5.0)
+        return tc.sum(y.at[np.array([3, 3])].add(x[0]) * w)
+
+    x = tc.tensor(np.array([0.5, -1.0, 2.0, 1.5]), requires_grad=True)
+    value = loss(x)
+    np.testing.assert_allclose(value.item(), 1 * -5 + 2 * -1 + 3 * -5 + 4 * (1.5 + 1.0))
+    (g,) = tc.grad(value, [x])
+    np.testing.assert_allclose(g, [8.0, 2 + 5 * (1 + 3), 0.0, 4.0])

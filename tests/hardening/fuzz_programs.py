@@ -12,6 +12,7 @@ at another dtype (``widened``). It covers:
 * fan-out (values reused), the two-output ``sincos``, reductions (``sum``/``mean`` with
   axes and ``keepdims``), ``matmul`` (2-d, vector and batched), reshape and transpose;
 * ``tc.function`` composites: a stretch of steps recorded as ONE tape node;
+* every parameterless elementwise op of the op table (``fuzz_table``);
 * indexing (basic, advanced with repeated indices, ``.at``), joining and einsum steps
   (``fuzz_indexing``);
 * equal extents (``rows == cols``) in about half the programs.
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 from fuzz_indexing import INDEXING_KINDS, indexing_step
+from fuzz_table import TABLE_OPS, table_step
 
 import tidu_compile as tc
 
@@ -208,6 +210,8 @@ def _interpret(steps: Sequence[Step], pool: list[tc.Tensor]) -> None:
             pool.append(_matmul(a, pool[step.args[1] % len(pool)]))
         elif step.kind == "shape":
             pool.append(_reshape(a, step.params[0]))
+        elif step.kind == "table":
+            pool.append(table_step(step.params[0], a, pool[step.args[1] % len(pool)]))
         elif step.kind in INDEXING_KINDS:
             pool.append(indexing_step(step.kind, a, pool[step.args[1] % len(pool)],
                                       step.params[0]))  # fmt: skip
@@ -263,12 +267,15 @@ def make_program(seed: int, steps: int | None = None, dtype: str | None = None) 
     program: list[Step] = []
     for _ in range(length):
         a, b = (int(i) for i in rng.integers(0, 1 << 20, 2))
-        kind = str(rng.choice(["unary", "binary", "constant", "reduce", "matmul", "shape",
-                               "sincos", *INDEXING_KINDS],
-                              p=[0.24, 0.2, 0.08, 0.08, 0.08, 0.08, 0.04,
+        kind = str(rng.choice(["unary", "binary", "table", "constant", "reduce", "matmul",
+                               "shape", "sincos", *INDEXING_KINDS],
+                              p=[0.14, 0.12, 0.18, 0.08, 0.08, 0.08, 0.08, 0.04,
                                  0.08, 0.05, 0.07]))  # fmt: skip
-        if kind == "unary":
-            params: tuple[Any, ...] = (str(rng.choice(UNARY)),)
+        params: tuple[Any, ...]
+        if kind == "table":
+            params = (str(rng.choice(sorted(TABLE_OPS))),)
+        elif kind == "unary":
+            params = (str(rng.choice(UNARY)),)
         elif kind == "binary":
             params = (str(rng.choice(BINARY)),)
         elif kind == "constant":

@@ -15,11 +15,13 @@ Reproduce a failure with ``TIDU_FUZZ_SEED=<seed> TIDU_FUZZ_SCALE=0``.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
 import pytest
-from fuzz_programs import FuzzProgram, make_program, wide_dtype
+from fuzz_programs import FuzzProgram, Step, make_program, wide_dtype
+from fuzz_table import TABLE_OPS
 from fuzz_report import FuzzCounts, case_count, first_seed, timeout_seconds
 from helpers.numeric import central_difference_grad
 
@@ -138,14 +140,38 @@ def test_fuzz_compiled_reference_and_finite_differences() -> None:
     assert counts.skipped <= max(2, counts.programs // 5), "too many non-smooth programs"
 
 
+@pytest.mark.timeout(timeout_seconds(240))
+def test_every_op_of_the_table_is_fuzzed() -> None:
+    """Each parameterless elementwise op of the op table in one seeded program, as its
+    last step and part of the loss: a new table op is fuzzed with no edit here."""
+    counts = FuzzCounts("op-table fuzzer")
+    executor = CompiledExecutor(cache_dir=False)
+    for number, name in enumerate(sorted(TABLE_OPS)):
+        base = make_program(10_000 + number, steps=3)
+        program = dataclasses.replace(
+            base,
+            steps=[*base.steps, Step("table", (len(base.steps), 1), (name,))],
+            losses=(*base.losses, -1),  # the last value is in the loss
+        )
+        try:
+            check_program(program, executor, counts)
+        except Exception as error:  # noqa: BLE001 - any crash is a finding
+            counts.fail(f"{name}: {type(error).__name__}: {error} [{program.describe()}]")
+        counts.programs += 1
+    counts.finish()
+    print(counts.line(), f"ops={len(TABLE_OPS)}")
+    assert counts.programs == len(TABLE_OPS) >= 40
+    assert not counts.failures, "\n".join(counts.failures[:10])
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
 def test_each_dtype_gets_programs(dtype: str) -> None:
     """The generator really covers every dtype, sincos, composites and matmul."""
     programs = [make_program(seed, dtype=dtype) for seed in range(40)]
     assert all(p.dtype == dtype for p in programs)
     kinds = {s.kind for p in programs for s in p.steps}
-    assert {"unary", "binary", "constant", "reduce", "matmul", "shape", "sincos", "index",
-            "join", "einsum"} <= kinds
+    assert {"unary", "binary", "table", "constant", "reduce", "matmul", "shape", "sincos",
+            "index", "join", "einsum"} <= kinds
     assert any(p.composite for p in programs)
     counts = FuzzCounts(f"smoke {dtype}")
     check_program(programs[1], CompiledExecutor(cache_dir=False), counts)

@@ -318,9 +318,13 @@ def _build() -> list[Case]:
         add(_same("linear_scan", ops.LinearScan(1, (2, 5), True), (2, 5), dtype, 2))
     add(_same("cum_sum_reverse", ops.CumSum(1, True), (2, 3, 3), "float64", 1))
     add(_same("cum_prod", ops.CumProd(0, (5,)), (5,), "float64", 1))
+    add(Case("cum_prod", ops.CumProd(0, (3, 3)), (Arg((3, 3), "float64"),),
+             with_zero((3, 3), "float64")))  # fmt: skip
     add(_same("linear_scan", ops.LinearScan(0, (6, 2)), (6, 2), "float64", 2))
+    add(_same("linear_scan", ops.LinearScan(1, (3, 3)), (3, 3), "float64", 2))
     for dtype in FLOAT_DTYPES:
         add(_same("argsort", ops.Argsort(1), (3, 5), dtype, 1))
+    add(_same("argsort", ops.Argsort(0), (3, 3), "float64", 1))
 
     # ---------------------------------------------------------------- reductions
     extrema = [  # operand shape, axes: square and repeated extents, every axis combination
@@ -340,6 +344,9 @@ def _build() -> list[Case]:
         for axis in (0, 1):
             add(_same(f"argmax{axis}", ops.Argmax(axis), (3, 4), dtype, 1))
             add(_same(f"argmin{axis}", ops.Argmin(axis), (3, 4), dtype, 1))
+    for axis in (0, 1):  # square: the reduced axis is told apart by the values only
+        add(_same(f"argmax{axis}", ops.Argmax(axis), (3, 3), "float64", 1))
+        add(_same(f"argmin{axis}", ops.Argmin(axis), (3, 3), "float64", 1))
     for dtype in ALL:
         every = dtype == "float64"
         for operand, axes in extrema if every else extrema[2:4]:

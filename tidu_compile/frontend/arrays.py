@@ -10,7 +10,6 @@ diagonal, trace, diag  ``Gather`` at ``(i, i + k)`` (``diag`` of a vector: a str
                        ``Pad`` of the flattened matrix)
 tile, repeat           ``BroadcastInDim`` + ``Reshape`` (``Gather`` for per-element
                        repeat counts)
-broadcast_arrays       ``BroadcastInDim``
 cumsum, cumprod        ``CumSum``, ``CumProd``
 sort                   ``Gather`` of the stable ``Argsort`` permutation
 =====================  ============================================================
@@ -32,7 +31,7 @@ from tidu_compile.frontend.shapes import reshape, transpose
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
 
 __all__ = [
-    "broadcast_arrays", "cumprod", "cumsum", "diag", "diagonal", "diff", "flip", "pad",
+    "cumprod", "cumsum", "diag", "diagonal", "diff", "flip", "pad",
     "repeat", "roll", "sort", "tile", "trace", "tril", "triu",
 ]  # fmt: skip
 
@@ -276,11 +275,4 @@ def repeat(a: Any, repeats: Any, axis: Any = None) -> Tensor:
         return reshape(grown, final)
     counts = np.broadcast_to(counts, (x.shape[axis],))
     return gather(x, axis, [np.repeat(np.arange(x.shape[axis]), counts)])
-
-
-def broadcast_arrays(*args: Any) -> list[Tensor]:
-    """The arguments broadcast to one shape."""
-    tensors = [as_tensor(a) for a in args]
-    shape = np.broadcast_shapes(*(t.shape for t in tensors))
-    return [broadcast_to(t, shape) for t in tensors]
 

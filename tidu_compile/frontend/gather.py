@@ -31,7 +31,7 @@ from tidu_compile.frontend.shapes import reshape, transpose
 from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor, apply1, apply_op, as_tensor
 
-__all__ = ["advanced_index", "scatter", "take", "take_along_axis"]
+__all__ = ["advanced_index", "numpy_shape", "scatter", "take", "take_along_axis"]
 
 Index = np.ndarray | Tensor
 """An integer index array: a constant (numpy) or a traced integer tensor."""
@@ -184,8 +184,9 @@ def _resolve(x: Tensor, key: tuple[Any, ...], what: str) -> tuple[Tensor, int, l
     return transpose(part, axes + rest), 0, indices
 
 
-def _numpy_shape(x: Tensor, key: tuple[Any, ...]) -> tuple[int, ...]:
-    """The shape numpy gives ``x[key]`` (a dry run on a broadcast view)."""
+def numpy_shape(x: Tensor, key: tuple[Any, ...]) -> tuple[int, ...]:
+    """The shape numpy gives ``x[key]`` (a dry run on a broadcast view: ``x``'s values
+    are not read, so ``x`` may be traced)."""
     dummy = np.broadcast_to(np.empty((), dtype=np.int8), x.shape)
     return dummy[tuple(_numpy_item(i) for i in key)].shape
 
@@ -197,7 +198,7 @@ def advanced_index(x: Tensor, key: tuple[Any, ...]) -> Tensor:
         return Tensor(np.asarray(x.numpy()[tuple(_numpy_item(i) for i in key)]))
     part, axis, indices = _resolve(x, key, "indexing")
     result = gather(part, axis, indices)
-    shape = _numpy_shape(x, key)  # the same elements in order; None adds 1s
+    shape = numpy_shape(x, key)  # the same elements in order; None adds 1s
     return reshape(result, shape) if result.shape != shape else result
 
 

@@ -79,9 +79,9 @@ class _IndexedUpdate:
         """``values`` placed in zeros of ``x``'s shape, and the mask of the positions."""
         x, key = self._x, self._key
         if not is_basic_key(key):
-            from tidu_compile.frontend.gather import scatter
+            from tidu_compile.frontend.gather import numpy_shape, scatter
 
-            return scatter(x, key, _updates(x, values, x.numpy()[key].shape), last_only)
+            return scatter(x, key, _updates(x, values, numpy_shape(x, key)), last_only)
         index = basic_index(x.shape, key)
         v = reshape(_updates(x, values, index.shape), index.counts)
         mask = np.zeros(x.shape, dtype=bool)

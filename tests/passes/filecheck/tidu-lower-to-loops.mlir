@@ -201,7 +201,8 @@ func.func @complex_no_rule(%z: tensor<4xcomplex<f64>>) -> tensor<4xcomplex<f64>>
 // CHECK-LABEL: func.func @complex_k0(%in0: memref<4x2xf32> {llvm.noalias}, %in1: memref<4xf32> {llvm.noalias}, %out0: memref<4x2xf32> {llvm.noalias}, %out1: memref<2xf32> {llvm.noalias})
 // CHECK:         %[[Z:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:    memref.store %[[Z]], %out1[%c0] : memref<2xf32>
-// CHECK-NEXT:    memref.store %[[Z]], %out1[%c1] : memref<2xf32>
+// CHECK-NEXT:    %[[ZI:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    memref.store %[[ZI]], %out1[%c1] : memref<2xf32>
 // CHECK-NEXT:    scf.for %i0 = %c0 to %c4 step %c1 {
 // CHECK-NEXT:      %a_re = memref.load %in0[%i0, %c0] : memref<4x2xf32>
 // CHECK-NEXT:      %a_im = memref.load %in0[%i0, %c1] : memref<4x2xf32>
@@ -217,10 +218,10 @@ func.func @complex_no_rule(%z: tensor<4xcomplex<f64>>) -> tensor<4xcomplex<f64>>
 // CHECK-NEXT:      memref.store %m_re, %out0[%i0, %c0] : memref<4x2xf32>
 // CHECK-NEXT:      memref.store %m_im, %out0[%i0, %c1] : memref<4x2xf32>
 // CHECK-NEXT:      %[[T:.*]] = memref.load %out1[%c0] : memref<2xf32>
-// CHECK-NEXT:      %[[U:.*]] = arith.addf %[[T]], %m_re fastmath<reassoc> : f32
-// CHECK-NEXT:      memref.store %[[U]], %out1[%c0] : memref<2xf32>
 // CHECK-NEXT:      %[[V:.*]] = memref.load %out1[%c1] : memref<2xf32>
+// CHECK-NEXT:      %[[U:.*]] = arith.addf %[[T]], %m_re fastmath<reassoc> : f32
 // CHECK-NEXT:      %[[W:.*]] = arith.addf %[[V]], %m_im fastmath<reassoc> : f32
+// CHECK-NEXT:      memref.store %[[U]], %out1[%c0] : memref<2xf32>
 // CHECK-NEXT:      memref.store %[[W]], %out1[%c1] : memref<2xf32>
 func.func @complex(%z: tensor<4xcomplex<f32>>, %x: tensor<4xf32>) -> (tensor<4xcomplex<f32>>, tensor<complex<f32>>) {
   %r, %s = tidu.kernel ins(%z, %x : tensor<4xcomplex<f32>>, tensor<4xf32>) domain [4] maps [[0], [0]] -> [[0], []] {
