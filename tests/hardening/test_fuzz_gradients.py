@@ -21,8 +21,8 @@ import warnings
 import numpy as np
 import pytest
 from fuzz_programs import FuzzProgram, Step, make_program, wide_dtype
-from fuzz_table import TABLE_OPS
 from fuzz_report import FuzzCounts, case_count, first_seed, timeout_seconds
+from fuzz_table import TABLE_OPS
 from helpers.numeric import central_difference_grad
 
 import tidu_compile as tc
