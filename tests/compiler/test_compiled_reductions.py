@@ -177,7 +177,7 @@ FUNCTIONS: dict[str, Callable[..., tc.Tensor]] = {
     "min_keepdims": lambda t: tc.min(t, (0, 2), keepdims=True),
     "max_ties": lambda t: tc.max(tc.floor(t * 2) + t * 0, 2),
     "prod": lambda t: tc.prod(t, 0),
-    "prod_zeros": lambda t: tc.prod(tc.where(abs(t.numpy()) < 0.4, 0.0, t), 2),
+    "prod_zeros": lambda t: tc.prod(tc.where(tc.abs(t) < 0.4, 0.0, t), 2),
     "var": lambda t: tc.var(t, (1, 2), ddof=1),
     "std": lambda t: tc.std(t, 0),
     "logsumexp": lambda t: tc.logsumexp(t, 2),

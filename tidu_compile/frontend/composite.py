@@ -57,7 +57,8 @@ __all__ = ["function"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Ops whose outputs are saved on the tape rather than recomputed in the backward kernel.
+#: Ops whose outputs are saved on the tape rather than recomputed in the backward kernel
+#: (so are the integer outputs of any op: the kernels compute floats, complex and masks).
 RETAINED_OPS: tuple[type[TensorOp], ...] = (DotGeneral, ReduceSum, ReduceMax, ReduceMin,
                                               ReduceProd)
 #: Ops whose computed operands are saved too: a contraction's backward reads them whole
@@ -128,6 +129,9 @@ class _Capture:
             self.traced.add(id(tensor))
         if isinstance(op, RETAINED_OPS):
             self.retained.extend(ids)
+        else:  # integer results (argmax, reshaped indices) are read, never recomputed
+            self.retained.extend(i for i, o in zip(ids, outputs, strict=True)
+                                 if o.dtype.kind in "iu")  # fmt: skip
         if isinstance(op, RETAINED_OPERANDS_OF):
             self.retained.extend(i for i in input_ids if i in self.produced
                                  and i not in self.retained)  # fmt: skip

@@ -42,11 +42,15 @@ def float_dtype(dtype: np.dtype) -> np.dtype:
 def tracked(x: Tensor) -> bool:
     """Whether a layout or dtype change of ``x`` must be recorded as an op.
 
-    Always inside a ``tidu_compile.function`` trace (for float/complex values): a value
-    computed from the arguments never requires grad there, yet it must stay in the
-    traced graph, or a replay would reuse its trace-time data as a constant.
+    Always inside a ``tidu_compile.function`` trace for float/complex values, and for
+    integer or bool values computed from the arguments (``argmax(x)``, ``any(x > 0)``):
+    a value computed from the arguments never requires grad there, yet it must stay in
+    the traced graph, or a replay would reuse its trace-time data as a constant.
     """
-    return x.requires_grad or (current_capture() is not None and x.dtype.kind in "fc")
+    if x.requires_grad:
+        return True
+    capture = current_capture()
+    return capture is not None and (x.dtype.kind in "fc" or capture.is_traced(x))
 
 
 def astype(x: Tensor, dtype: Any) -> Tensor:

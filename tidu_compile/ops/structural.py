@@ -32,6 +32,12 @@ from tidu_compile.ops.base import (
     primitive,
 )
 
+#: What the layout ops (``BroadcastInDim``, ``Reshape``, ``Transpose``) move: values to
+#: differentiate, and the integer indices and bool masks computed inside a
+#: ``tidu_compile.function`` (``argmax(x, keepdims=True)``, ``any(x > 0, axis)``), which
+#: must stay in the traced graph. Integer and bool values carry no tangent.
+LAYOUT_DTYPES = DIFFERENTIABLE_DTYPES + ("int32", "int64", "bool")
+
 
 def _check_operand_shape(op: TensorOp, t: TensorType, expected: tuple[int, ...]) -> None:
     if t.shape != tuple(expected):
@@ -68,7 +74,7 @@ class BroadcastInDim(TensorOp):
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
         _check_operand_shape(self, inputs[0], self.operand_shape)
-        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
+        self.check_dtype(inputs[0], LAYOUT_DTYPES)
         return (TensorType(tuple(self.shape), inputs[0].dtype),)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -171,7 +177,7 @@ class Reshape(TensorOp):
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
         _check_operand_shape(self, inputs[0], self.operand_shape)
-        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
+        self.check_dtype(inputs[0], LAYOUT_DTYPES)
         return (TensorType(tuple(self.shape), inputs[0].dtype),)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -200,7 +206,7 @@ class Transpose(TensorOp):
         t = inputs[0]
         if t.ndim != len(self.permutation):
             raise ValueError(f"{self!r}: operand has shape {t.shape}, rank {t.ndim}")
-        self.check_dtype(t, DIFFERENTIABLE_DTYPES)
+        self.check_dtype(t, LAYOUT_DTYPES)
         return (TensorType(tuple(t.shape[p] for p in self.permutation), t.dtype),)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
