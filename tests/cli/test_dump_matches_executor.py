@@ -80,7 +80,7 @@ def assert_dump_is_what_runs(
 def test_dumped_loops_are_the_executed_loops(
     workload: Workload, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    loss, wrt = record(workload, workload.make_inputs(0))
+    loss, wrt, _ = record(workload, workload.make_inputs(0))
     assert_dump_is_what_runs(loss, wrt, monkeypatch)
 
 
