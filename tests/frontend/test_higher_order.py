@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,22 +17,6 @@ from tidu_compile import func
 from tidu_compile.executors.compiled import CompiledExecutor, CompileForbiddenError
 
 X = np.array([0.3, 1.2, -0.7, 2.1])
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("higher-order-cache")
-
-
-@pytest.fixture(params=["reference", "compiled"])
-def executor(request: pytest.FixtureRequest, cache_dir: Path) -> Iterator[tc.BackwardExecutor]:
-    chosen = tc.ReferenceExecutor() if request.param == "reference" else CompiledExecutor(
-        cache_dir
-    )
-    with tc.use_executor(chosen):
-        yield chosen
-    if isinstance(chosen, CompiledExecutor):
-        assert chosen.stats.fallbacks == 0 and not chosen.stats.errors, chosen.stats.errors
 
 
 def _values(t: tc.Tensor) -> np.ndarray:

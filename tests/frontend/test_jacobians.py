@@ -3,33 +3,13 @@ central differences and closed forms (never against the library itself alone).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import tidu_compile as tc
 from tidu_compile import func
-from tidu_compile.executors.compiled import CompiledExecutor
 
 X = np.array([0.4, -1.3, 0.9])
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("jacobian-cache")
-
-
-@pytest.fixture(params=["reference", "compiled"])
-def executor(request: pytest.FixtureRequest, cache_dir: Path) -> Iterator[tc.BackwardExecutor]:
-    chosen = tc.ReferenceExecutor() if request.param == "reference" else CompiledExecutor(
-        cache_dir
-    )
-    with tc.use_executor(chosen):
-        yield chosen
-    if isinstance(chosen, CompiledExecutor):
-        assert chosen.stats.fallbacks == 0 and not chosen.stats.errors, chosen.stats.errors
 
 
 def r3_to_r4(x: tc.Tensor) -> tc.Tensor:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from tidu_compile.tools.bench.report import cpu_model, json_safe
+from tidu_compile.tools.bench.timing import interleaved
 
 __all__ = ["command", "run"]
 
@@ -106,17 +106,6 @@ def _torch_call(x: np.ndarray, y: np.ndarray, vx: np.ndarray, vy: np.ndarray) ->
     return call
 
 
-def _interleaved(calls: dict[str, Call], rounds: int) -> dict[str, float]:
-    """Median seconds per call of each, the calls alternating round by round."""
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            start = time.perf_counter()
-            call()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 def run(n: int = 10**6, rounds: int = 15) -> dict[str, Any]:
     """Check and time every HVP; the JSON-ready document."""
     rng = np.random.default_rng(0)
@@ -134,7 +123,7 @@ def run(n: int = 10**6, rounds: int = 15) -> dict[str, Any]:
             float(np.max(np.abs(g - e)) / (np.max(np.abs(e)) + 1e-300))
             for g, e in zip(got, expected, strict=True)
         )
-    seconds = _interleaved(calls, rounds)
+    seconds = interleaved(calls, rounds)
     return {
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "cpu": cpu_model(),

@@ -28,7 +28,6 @@ import ctypes
 import itertools
 import json
 import math
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -38,6 +37,7 @@ from typing import Any
 
 import numpy as np
 from tidu_compile.tools.bench.report import cpu_model, json_safe
+from tidu_compile.tools.bench.timing import interleaved
 
 __all__ = ["INPUT_RANGES", "KernelRow", "command", "format_kernels", "math_functions", "run"]
 
@@ -110,24 +110,11 @@ def math_functions() -> list[str]:
     return [op.name.removeprefix("math.") for op in EXPANSIONS]
 
 
-def _interleaved(calls: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    """Median seconds per call of each callable, called in turn ``rounds`` times."""
-    for call in calls.values():
-        call()
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            start = time.perf_counter()
-            call()
-            samples[name].append(time.perf_counter() - start)
-    return {name: statistics.median(times) for name, times in samples.items()}
-
-
 def _copy_bandwidth(footprint: int, rounds: int) -> float:
     """Bytes read + written per second by ``np.copyto`` over ``footprint`` bytes."""
     half = max(footprint // 2, 1 << 12)
     src, dst = np.ones(half, np.uint8), np.zeros(half, np.uint8)
-    seconds = _interleaved({"copy": lambda: np.copyto(dst, src)}, rounds)["copy"]
+    seconds = interleaved({"copy": lambda: np.copyto(dst, src)}, rounds)["copy"]
     return 2 * half / seconds
 
 
@@ -176,7 +163,7 @@ def _unary_row(name: str, dtype: str, n: int, rounds: int) -> KernelRow:
     ufunc = getattr(np, name, None)
     if isinstance(ufunc, np.ufunc):
         calls["numpy"] = lambda: ufunc(x, out=y)
-    times = _interleaved(calls, rounds)
+    times = interleaved(calls, rounds)
     return _row(name, dtype, n, 2 * x.itemsize, times, rounds)
 
 
@@ -225,7 +212,7 @@ def _fused_row(workload: Any, label: str, rounds: int) -> KernelRow:
         ),
         "numpy": lambda: workload.numpy_backward(saved),
     }
-    times = _interleaved(calls, rounds)
+    times = interleaved(calls, rounds)
     moved = sum(a.nbytes for a in inputs + outputs)
     short = "f32" if np.dtype(workload.dtype) == np.float32 else "f64"
     return _row(label, short, kernel.domain_size, moved // kernel.domain_size, times, rounds)

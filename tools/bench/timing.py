@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Policy", "Timing", "measure", "summarize"]
+__all__ = ["Policy", "Timing", "interleaved", "measure", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -115,3 +115,17 @@ def measure(
         if enabled:
             gc.enable()
     return summarize(samples)
+
+
+def interleaved(calls: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Median seconds per call of each callable, called in turn ``rounds`` times after
+    one untimed call each (so load changes affect all of them alike)."""
+    for call in calls.values():
+        call()
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(times) for name, times in samples.items()}
