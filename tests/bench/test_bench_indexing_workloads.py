@@ -44,5 +44,5 @@ def test_fused_slices_measure_runs() -> None:
     """The measure checks its two gradients agree; no timing is asserted."""
     from tidu_compile.tools.bench.fused_slices import measure_ratio
 
-    sliced, plain = measure_ratio(50, rounds=1)
+    sliced, plain = measure_ratio(50, rounds=1, repeats=1)
     assert sliced > 0 and plain > 0

@@ -27,8 +27,11 @@ def _timed(call: Callable[[], Any], repeats: int) -> float:
     return (time.perf_counter() - start) / repeats
 
 
-def measure_ratio(n: int, rounds: int = 15, seed: int = 0) -> tuple[float, float]:
-    """Median seconds per backward: (sliced, pre-sliced), interleaved round by round."""
+def measure_ratio(
+    n: int, rounds: int = 15, seed: int = 0, repeats: int | None = None
+) -> tuple[float, float]:
+    """Median seconds per backward: (sliced, pre-sliced), interleaved round by round of
+    ``repeats`` calls each (default: about 2e7 elements' worth)."""
     import tidu_compile as tc
     from tidu_compile.executors.compiled import CompiledExecutor
 
@@ -58,7 +61,7 @@ def measure_ratio(n: int, rounds: int = 15, seed: int = 0) -> tuple[float, float
     gx, gy = backward_sliced()
     px, py = backward_plain()
     assert np.allclose(gx[1:], px) and np.allclose(gy[:-1], py)  # the same gradients
-    repeats = max(3, int(2e7 // n))
+    repeats = repeats or max(3, min(10_000, int(2e7 // n)))
     times: list[tuple[float, float]] = []
     for _ in range(rounds):
         times.append((_timed(backward_sliced, repeats), _timed(backward_plain, repeats)))
