@@ -38,3 +38,11 @@ def test_hand_gradients_match_both_executors(workload: Workload) -> None:
 def test_quick_rows_are_found_by_key() -> None:
     assert find_workload("W5 512x256x50").size == 512
     assert find_workload("W6").size == 64
+
+
+def test_fused_slices_measure_runs() -> None:
+    """The measure checks its two gradients agree; no timing is asserted."""
+    from tidu_compile.tools.bench.fused_slices import measure_ratio
+
+    sliced, plain = measure_ratio(50, rounds=1, repeats=1)
+    assert sliced > 0 and plain > 0

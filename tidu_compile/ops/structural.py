@@ -352,10 +352,12 @@ class DotGeneral(TensorOp):
         ans_batch = tuple(range(n_batch))
         x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract)]
         identity = list(range(len(x_shape)))
-        if not x_batch and x_contract_by_y + x_kept == identity:
-            # dot(conj(other), ct) already has x's layout: the transpose folds into the
-            # operand order (BLAS reads both operands through transposed views).
-            dot = DotGeneral(tuple(y_kept), ans_y, (), (), tuple(y_shape), self.shape)
+        if list(x_batch) + x_contract_by_y + x_kept == identity:
+            # dot(conj(other), ct) already has x's layout (batch, then what y contracted,
+            # then x's free dims): the transpose folds into the operand order (BLAS reads
+            # both operands through transposed views). The rhs of a batched matmul.
+            dot = DotGeneral(tuple(y_kept), ans_y, tuple(y_batch), ans_batch, tuple(y_shape),
+                             self.shape)  # fmt: skip
             return linear(b, dot, [other, ct], (False, True))
         dot = DotGeneral(ans_y, tuple(y_kept), ans_batch, y_batch, self.shape, tuple(y_shape))
         x_bar = linear(b, dot, [ct, other], (True, False))
