@@ -266,67 +266,87 @@ def _basis(shape: tuple[int, ...], dtype: np.dtype) -> list[Tensor]:
     return [Tensor(np.eye(1, size, k, dtype=dtype).reshape(shape)) for k in range(size)]
 
 
-def _check_tensor_arguments(args: tuple[Any, ...], numbers: tuple[int, ...], name: str) -> None:
-    """Jacobians are taken with respect to tensors (or arrays), not trees of them."""
-    for n in numbers:
-        if isinstance(args[n], (list, tuple, dict)):
+def _tensor_leaves(out: Any, name: str) -> tuple[list[Tensor], Callable[[list[Any]], Tree]]:
+    """The tensor leaves of ``f``'s output (a tensor or a tree of them) and its rebuilder."""
+    leaves, rebuild = _flatten(out)
+    for i, leaf in enumerate(leaves):
+        if not isinstance(leaf, Tensor):
             raise TypeError(
-                f"{name}: argument {n} must be a tensor or an array, got a "
-                f"{type(args[n]).__name__} (Jacobians of nested arguments are not supported; "
-                "use vjp or jvp)"
+                f"{name}: the function must return a Tensor (or a tree of them), got "
+                f"{type(leaf).__name__}" + (f" at leaf {i}" if len(leaves) > 1 else "")
             )
+    return leaves, rebuild
 
 
-def _tensor_output(out: Any, name: str) -> Tensor:
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{name}: the function must return a Tensor, got {type(out).__name__}")
-    return out
+def _output_axes_first(columns: list[Tensor], x: Tensor, out: Tensor) -> Tensor:
+    """The JVPs of ``out`` along each unit tangent of ``x`` as one Jacobian of shape
+    ``out.shape + x.shape``."""
+    from tidu_compile.frontend import FUNCTIONS
+
+    stacked = _stack(columns, x.shape + out.shape, out)  # x's axes first
+    axes = tuple(range(x.ndim, x.ndim + out.ndim)) + tuple(range(x.ndim))
+    return FUNCTIONS["transpose"](stacked, axes)  # type: ignore[no-any-return]
 
 
 def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
-    """The Jacobian of ``f`` (one tensor output) by reverse mode, one VJP per output
-    element: of shape ``out.shape + arg.shape`` (a tuple of them when ``argnums`` is a
-    tuple; each argument a tensor)."""
+    """The Jacobian of ``f`` by reverse mode, one VJP per output element.
+
+    For an output leaf ``o`` and an argument leaf ``x`` the block has shape
+    ``o.shape + x.shape``; blocks are arranged as the output's tree of the argument's
+    tree (a tuple of those, one per argument, when ``argnums`` is a tuple)."""
 
     def transformed(*args: Any) -> Any:
         _not_traced("jacrev")
         numbers = _check_argnums(argnums, len(args), "jacrev")
-        _check_tensor_arguments(args, numbers, "jacrev")
         call_args, variables, rebuilders = _with_variables(args, numbers, "jacrev")
-        out = _tensor_output(f(*call_args), "jacrev")
-        rows: list[list[Tensor]] = [[] for _ in numbers]
-        for seed in _basis(out.shape, out.dtype):
-            for row, gradient in zip(rows, _gradients([(out, seed)], variables, rebuilders),
-                                     strict=True):  # fmt: skip
-                row.append(gradient)
-        jacobians = tuple(_stack(row, out.shape + fresh[0].shape, out)
-                          for row, fresh in zip(rows, variables, strict=True))  # fmt: skip
+        outputs, rebuild_out = _tensor_leaves(f(*call_args), "jacrev")
+        as_leaves: list[Callable[[list[Any]], Tree]] = [list] * len(numbers)
+        # blocks[k][o][j]: output leaf o by leaf j of argument k
+        blocks: list[list[list[Tensor]]] = [[] for _ in numbers]
+        for out in outputs:
+            rows: list[list[list[Tensor]]] = [[[] for _ in fresh] for fresh in variables]
+            for seed in _basis(out.shape, out.dtype):
+                for row, leaves in zip(rows, _gradients([(out, seed)], variables, as_leaves),
+                                       strict=True):  # fmt: skip
+                    for column, gradient in zip(row, leaves, strict=True):
+                        column.append(gradient)
+            for k, (row, fresh) in enumerate(zip(rows, variables, strict=True)):
+                blocks[k].append([_stack(column, out.shape + x.shape, out)
+                                  for column, x in zip(row, fresh, strict=True)])  # fmt: skip
+        jacobians = tuple(
+            rebuild_out([rebuild(per_leaf) for per_leaf in per_output])
+            for per_output, rebuild in zip(blocks, rebuilders, strict=True)
+        )
         return jacobians[0] if isinstance(argnums, int) else jacobians
 
     return transformed
 
 
 def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
-    """The Jacobian of ``f`` (one tensor output) by forward mode, one JVP per input
-    element: of shape ``out.shape + arg.shape`` (a tuple of them when ``argnums`` is a
-    tuple; each argument a tensor)."""
+    """The Jacobian of ``f`` by forward mode, one JVP per input element; blocks and
+    their arrangement as ``jacrev`` gives them."""
 
     def transformed(*args: Any) -> Any:
-        from tidu_compile.frontend import FUNCTIONS
-
         _not_traced("jacfwd")
         numbers = _check_argnums(argnums, len(args), "jacfwd")
-        _check_tensor_arguments(args, numbers, "jacfwd")
         jacobians = []
         for n in numbers:
-            x = _as_tensor(args[n], f"jacfwd: argument {n}")
+            leaves, rebuild = _flatten(args[n])
+            xs = [_as_tensor(leaf, f"jacfwd: argument {n}") for leaf in leaves]
             g = _one_argument(f, args, n)
-            out = _tensor_output(g(x), "jacfwd")
-            columns = [_tensor_output(jvp(g, (x,), (t,))[1], "jacfwd")
-                       for t in _basis(x.shape, x.dtype)]  # fmt: skip
-            stacked = _stack(columns, x.shape + out.shape, out)  # x's axes first
-            axes = tuple(range(x.ndim, x.ndim + out.ndim)) + tuple(range(x.ndim))
-            jacobians.append(FUNCTIONS["transpose"](stacked, axes))
+            outputs, rebuild_out = _tensor_leaves(g(rebuild(xs)), "jacfwd")
+            columns: list[list[list[Tensor]]] = [[[] for _ in xs] for _ in outputs]
+            for j, x in enumerate(xs):
+                for unit in _basis(x.shape, x.dtype):
+                    tangent = rebuild([unit if i == j else _zeros_like(v)
+                                       for i, v in enumerate(xs)])  # fmt: skip
+                    pushed, _ = _tensor_leaves(jvp(g, (rebuild(xs),), (tangent,))[1], "jacfwd")
+                    for o, t in enumerate(pushed):
+                        columns[o][j].append(t)
+            jacobians.append(rebuild_out([
+                rebuild([_output_axes_first(columns[o][j], x, out) for j, x in enumerate(xs)])
+                for o, out in enumerate(outputs)
+            ]))  # fmt: skip
         return jacobians[0] if isinstance(argnums, int) else tuple(jacobians)
 
     return transformed
@@ -345,7 +365,8 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable
     """The Hessian of a real-scalar ``f``: ``jacfwd(jacrev(f))`` (forward over reverse).
 
     With ``argnums`` a tuple, block ``[i][j]`` is ``d2f / d(arg i) d(arg j)``, of shape
-    ``arg_i.shape + arg_j.shape``, as ``jax.hessian`` gives it."""
+    ``arg_i.shape + arg_j.shape``, as ``jax.hessian`` gives it; for a nested argument the
+    blocks nest as the argument's tree of the argument's tree."""
     if isinstance(argnums, int):
         return jacfwd(jacrev(f, argnums), argnums)
 
