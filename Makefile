@@ -14,7 +14,7 @@ demo: $(STAMP)
 	$(PY) -m tidu_compile.tools.demo
 
 test: $(STAMP)
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q -n auto
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check tidu_compile dialects passes tools tests
