@@ -8,8 +8,7 @@ keep their gradient: ``array(t)``/``asarray(t)`` of a tensor (``t`` itself, conv
 with a recorded ``astype`` when a dtype is given) and ``full(shape, t)`` (``t`` broadcast).
 Tensors inside lists (``array([a, 2 * a])``, as autograd and JAX users write it) are
 stacked, so their gradients flow (``stack`` per nesting level, numbers made constants).
-``empty`` and ``empty_like`` give zeros (a
-tensor's data is never uninitialized).
+``empty`` and ``empty_like`` give zeros (a tensor's data is never uninitialized).
 """
 
 from __future__ import annotations
@@ -49,15 +48,14 @@ def _static(value: Any, name: str, argument: str) -> Any:
     return value
 
 
-def _stacked(value: Any) -> Tensor:
-    """Nested lists of tensors and numbers as one tensor: ``stack`` at every level."""
+def _stacked(value: Any) -> Any:
+    """Nested lists holding tensors as one tensor: ``stack`` at every level that holds a
+    tensor (``stack`` makes constants of the numbers and lists below)."""
     from tidu_compile.frontend.joining import stack
 
     if isinstance(value, (list, tuple)) and contains_tensor(value):
-        if not value:
-            raise ValueError("array: an empty list inside a list of tensors")
         return stack([_stacked(item) for item in value])
-    return value if isinstance(value, Tensor) else Tensor(np.array(value))
+    return value
 
 
 def array(object: Any, dtype: Any = None, *, copy: bool = True, ndmin: int = 0) -> Tensor:  # noqa: A002 - numpy's name
