@@ -25,7 +25,15 @@ from typing import Any
 
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, fresh_pass_id, linearize
 from tidu_compile.evaluation import evaluate_graph
-from tidu_compile.graph import Graph, GraphBuilder, Input, Primary, ValueKey, resolve
+from tidu_compile.graph import (
+    Graph,
+    GraphBuilder,
+    Input,
+    Primary,
+    ValueKey,
+    post_order,
+    resolve,
+)
 
 __all__ = [
     "BackwardExecutor",
@@ -333,21 +341,9 @@ class BackwardExecutor(ABC):
 def upstream_nodes(roots: Sequence[Trace]) -> list[Trace]:
     """The nodes reachable from ``roots`` (themselves included), consumers first: the
     order ``backward`` visits them in; reversed, the order forward mode visits them in."""
-    order: list[Trace] = []
-    visited: set[int] = set()
-    stack: list[tuple[Trace, bool]] = [(r, False) for r in reversed(roots)]
-    while stack:
-        trace, expanded = stack.pop()
-        if expanded:
-            order.append(trace)
-            continue
-        if id(trace) in visited:
-            continue
-        visited.add(id(trace))
-        stack.append((trace, True))
-        for edge in trace.inputs:
-            if edge.trace is not None and id(edge.trace) not in visited:
-                stack.append((edge.trace, False))
+    order = post_order(
+        roots, lambda trace: [e.trace for e in reversed(trace.inputs) if e.trace is not None]
+    )
     order.reverse()
     return order
 
