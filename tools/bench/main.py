@@ -4,6 +4,7 @@
     tidu-compile bench --quick --workload W1 --no-peers --json out.json
     tidu-compile bench --kernels            # math functions and fused kernels, ns/element
     tidu-compile bench --hvp                # W1 Hessian-vector product against jax, torch
+    tidu-compile bench --train              # an MLP trained from a cold start, vs torch, jax
 
 Per workload, in this process: the hand-written numpy backward, then tidu (a fresh
 ``CompiledExecutor`` on an empty cache directory: cold first call, then warm calls of
@@ -11,7 +12,8 @@ the backward, then full steps: forward and backward), its gradients checked agai
 numpy's, and in a fresh subprocess the warm-from-disk first call. Then each installed
 peer (torch, jax) in its own subprocess, timed like for like (see ``peers``). Exit
 status: 0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
-``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``.
+``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``, ``--train``
+``bench.train``.
 """
 
 from __future__ import annotations
@@ -90,6 +92,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hvp", action="store_true",
                         help="instead: the W1 Hessian-vector product (n = 1e6) against "
                         "jax.jit and torch.func in the same process")
+    parser.add_argument("--train", action="store_true",
+                        help="instead: an MLP trained 100 steps over batch sizes "
+                        "256/200/128/64/33 from a cold cache, each framework in a fresh "
+                        "process: wall time and compiles against torch and jax.jit")
 
 
 def _policy(args: argparse.Namespace) -> Policy:
@@ -286,6 +292,10 @@ def command(args: argparse.Namespace) -> int:
         from tidu_compile.tools.bench.hvp import command as hvp_command
 
         return hvp_command(args)
+    if getattr(args, "train", False):
+        from tidu_compile.tools.bench.train import command as train_command
+
+        return train_command(args)
     document = run(args)
     if args.json:
         Path(args.json).write_text(json.dumps(json_safe(document), indent=2) + "\n")
