@@ -137,7 +137,8 @@ def _load_average() -> float | None:
 def _measure_numpy(workload: Workload, arrays: Sequence[Any], policy: Policy) -> dict:
     saved = workload.numpy_forward(*arrays)
     timing = measure(lambda: workload.numpy_backward(saved), policy)
-    return {"timing": timing, "grads": workload.numpy_backward(saved)}
+    step = measure(lambda: workload.numpy_backward(workload.numpy_forward(*arrays)), policy)
+    return {"timing": timing, "step_timing": step, "grads": workload.numpy_backward(saved)}
 
 
 def _per_node_disk_load(warm: dict[str, Any]) -> float | None:
@@ -214,6 +215,7 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
                 "tidu": None,
                 "tidu_step": None,
                 "numpy": reference["timing"].to_json(),
+                "numpy_step": reference["step_timing"].to_json(),
                 "grad_check": None,
                 "compile": None,
             }
@@ -261,7 +263,8 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
             **{p: ratio(row["tidu"], (row.get(p) or {}).get("timing")) for p in PEERS},
         }
         row["step_ratios"] = {
-            p: ratio(row["tidu_step"], (row.get(p) or {}).get("step_timing")) for p in PEERS
+            "numpy": ratio(row["tidu_step"], row["numpy_step"]),
+            **{p: ratio(row["tidu_step"], (row.get(p) or {}).get("step_timing")) for p in PEERS},
         }
     infos = {p: s.get("info") or {} for p, s in peer_status.items()}
     machine = machine_info(infos)

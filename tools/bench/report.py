@@ -167,7 +167,7 @@ def _peer_cell(
     row: Mapping[str, Any], peer: str, peers: Mapping[str, Any], field: str = "timing"
 ) -> str:
     if peer == "numpy":
-        return format_timing(row.get("numpy"))
+        return format_timing(row.get("numpy" if field == "timing" else "numpy_step"))
     entry = row.get(peer)
     if entry is None:
         status = (peers.get(peer) or {}).get("status", "-")
@@ -228,11 +228,11 @@ BACKWARD_TITLE = (
 
 STEP_TITLE = (
     "full step, forward + backward: tidu records the forward (a @tc.function forward "
-    "replays its trace with numpy) then tc.grad; torch: forward + autograd.grad; jax: "
-    "jax.jit(jax.value_and_grad)"
+    "replays its trace with numpy) then tc.grad; numpy: the forward and the gradient by "
+    "hand; torch: forward + autograd.grad; jax: jax.jit(jax.value_and_grad)"
 )
 
-STEP_PEERS = ("torch", "jax")
+STEP_PEERS = ("numpy", "torch", "jax")
 
 
 def _step_lines(document: Mapping[str, Any]) -> list[str]:
