@@ -228,7 +228,7 @@ BACKWARD_TITLE = (
 
 STEP_TITLE = (
     "full step, forward + backward: tidu records the forward (a @tc.function forward "
-    "replays its trace with numpy) then tc.grad; torch: forward + autograd.grad; jax: "
+    "runs its trace as one compiled program) then tc.grad; torch: forward + autograd.grad; jax: "
     "jax.jit(jax.value_and_grad)"
 )
 
