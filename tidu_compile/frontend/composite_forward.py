@@ -14,12 +14,13 @@ fused and compiled like a backward program (one native program, cached per struc
 and input types in memory and on disk); on the ``ReferenceExecutor`` it is evaluated op
 by op with numpy.
 
-Integer index data is checked before any native code runs: for every ``Gather`` and
-``ScatterAdd``, the integer operations its index operands come from (reshapes of a
-``labels`` argument, say) are evaluated with numpy first and the indices range-checked
-with numpy's ``IndexError``. When an index depends on float data (``argmax`` or
-``argsort`` of computed values), it cannot be checked before the forward runs: such a
-trace replays its forward with numpy, op by op (what ``ReferenceExecutor`` does).
+Integer index data is checked before any native code runs: the operations on integer
+data of the arguments (reshapes of a ``labels`` argument, say: the *prelude*) are
+evaluated with numpy first, their results passed to the program as inputs, and the
+indices of every ``Gather`` and ``ScatterAdd`` range-checked with numpy's ``IndexError``.
+When an index depends on float data (``argmax`` or ``argsort`` of computed values), it
+cannot be checked before the forward runs: such a trace replays its forward with numpy,
+op by op (what ``ReferenceExecutor`` does).
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile.ad import Name
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
-from tidu_compile.graph import Graph, Local, OperationNode
+from tidu_compile.graph import Graph, GraphBuilder, Local, OperationNode
 from tidu_compile.ops.indexing import _Indexed
 
 __all__ = ["ForwardPlan", "evaluate_nodes"]
@@ -55,67 +57,73 @@ class ForwardPlan:
     ``graph``: the traced graph; ``retained``: the local ids the tape keeps;
     ``traced_values``: the values of the trace's call by local id (their dtypes are
     those of every call: dtypes are part of the trace key).
+
+    The *prelude* (operations on integer data of the arguments only, such as reshapes of
+    ``labels``) runs with numpy first; the program (``recorded``) is the rest of the
+    graph, taking the arguments and the prelude's values it reads as inputs and returning
+    the outputs and retained values it computes (``program_ids``).
     """
 
     def __init__(self, graph: Graph, retained: Sequence[int], traced_values: Sequence[Any]) -> None:
         self.graph = graph
-        #: Local ids the forward program returns: the outputs, then the retained values.
+        #: Local ids the tape needs: the outputs, then the retained values.
         self.ids: tuple[int, ...] = tuple(dict.fromkeys((*graph.outputs, *retained)))
-        self.recorded = RecordedGraph.from_graph(
-            Graph(graph.values, graph.operations, graph.inputs, self.ids)
+        known = set(graph.inputs)  # values at hand before the program runs
+        prelude: list[OperationNode] = []
+        for node in graph.operations:
+            reads = [r.id for r in node.inputs if isinstance(r, Local)]
+            if all(i in known and _is_integer(traced_values[i]) for i in reads) and all(
+                _is_integer(traced_values[o]) for o in node.outputs
+            ):
+                prelude.append(node)
+                known.update(node.outputs)
+        self.prelude = tuple(prelude)
+        self.indexing = tuple(n for n in graph.operations if isinstance(n.operation, _Indexed))
+        #: False when an index depends on float data (``argmax`` of computed values): it
+        #: cannot be checked before the program runs, so the forward replays with numpy.
+        self.checkable = all(
+            isinstance(r, Local) and r.id in known for n in self.indexing for r in n.inputs[1:]
         )
-        #: The ops that compute index operands (integer-only), and the indexing ops.
-        self.index_prelude: tuple[OperationNode, ...] = ()
-        self.indexing: tuple[OperationNode, ...] = ()
-        #: False when an index depends on float data: the forward then replays with numpy.
-        self.checkable = True
-        self._plan_index_checks(traced_values)
+        self.program_ids = tuple(i for i in self.ids if i not in known)
+        self.program_inputs: tuple[int, ...] = ()
+        self.recorded: RecordedGraph | None = None
+        if self.program_ids:
+            self._build_program(known)
 
-    def _plan_index_checks(self, traced_values: Sequence[Any]) -> None:
-        graph = self.graph
-        indexing = [n for n in graph.operations if isinstance(n.operation, _Indexed)]
-        pending = [r.id for n in indexing for r in n.inputs[1:] if isinstance(r, Local)]
-        needed: set[int] = set()  # operation indices computing index data
-        seen: set[int] = set()
-        while pending:
-            local_id = pending.pop()
-            if local_id in seen:
-                continue
-            seen.add(local_id)
-            producer = graph.values[local_id].producer
-            if producer is None:
-                continue  # an argument or constant input: its data is at hand
-            node = graph.operations[producer[0]]
-            inputs = [r.id for r in node.inputs if isinstance(r, Local)]
-            if not all(_is_integer(traced_values[i]) for i in inputs):
-                self.checkable = False  # argmax of computed floats, say
-                return
-            needed.add(producer[0])
-            pending.extend(inputs)
-        self.index_prelude = tuple(graph.operations[i] for i in sorted(needed))
-        self.indexing = tuple(indexing)
+    def _build_program(self, known: set[int]) -> None:
+        graph, in_prelude = self.graph, {id(n) for n in self.prelude}
+        rest = [n for n in graph.operations if id(n) not in in_prelude]
+        builder = GraphBuilder()
+        local: dict[int, int] = {}
+        for i in graph.inputs:
+            local[i] = builder.add_input(graph.values[i].key.key)  # type: ignore[union-attr]
+        computed = [i for i in dict.fromkeys(r.id for n in rest for r in n.inputs  # type: ignore[union-attr]
+                                             if r.id in known and r.id not in local)]  # fmt: skip
+        for j, i in enumerate(computed):
+            local[i] = builder.add_input(Name(f"prelude{j}"))
+        for node in rest:
+            outputs = builder.add_operation(
+                node.operation, [local[r.id] for r in node.inputs], node.role  # type: ignore[union-attr]
+            )
+            local.update(zip(node.outputs, outputs, strict=True))
+        builder.set_outputs([local[i] for i in self.program_ids])
+        self.program_inputs = (*graph.inputs, *computed)
+        self.recorded = RecordedGraph.from_graph(builder.build())
 
-    def check_indices(self, inputs: Sequence[Any]) -> None:
-        """numpy's ``IndexError`` for any index of a ``Gather``/``ScatterAdd`` out of range."""
-        if not self.indexing:
-            return
+    def run(self, executor: BackwardExecutor, inputs: Sequence[Any]) -> list[Any]:
+        """The values by local id the tape needs (others may be None), the program run by
+        ``executor``; numpy's ``IndexError`` for an index out of range, raised first."""
         values: list[Any] = [None] * len(self.graph.values)
         for local_id, data in zip(self.graph.inputs, inputs, strict=True):
             values[local_id] = data
-        evaluate_nodes(self.index_prelude, values)
-        for node in self.indexing:
-            node.operation.where([values[r.id] for r in node.inputs[1:]])  # type: ignore[attr-defined, union-attr]
-
-    def run(self, executor: BackwardExecutor, inputs: Sequence[Any]) -> list[Any]:
-        """The forward values by local id (None for those the tape does not need)."""
-        values: list[Any] = [None] * len(self.graph.values)
         if not self.checkable:
-            for local_id, data in zip(self.graph.inputs, inputs, strict=True):
-                values[local_id] = data
             evaluate_nodes(self.graph.operations, values)
             return values
-        self.check_indices(inputs)
-        results = executor.run_graph(self.recorded, inputs)
-        for local_id, result in zip(self.ids, results, strict=True):
-            values[local_id] = np.asarray(result)
+        evaluate_nodes(self.prelude, values)
+        for node in self.indexing:
+            node.operation.where([values[r.id] for r in node.inputs[1:]])  # type: ignore[attr-defined, union-attr]
+        if self.recorded is not None:
+            results = executor.run_graph(self.recorded, [values[i] for i in self.program_inputs])
+            for local_id, result in zip(self.program_ids, results, strict=True):
+                values[local_id] = np.asarray(result)
         return values
