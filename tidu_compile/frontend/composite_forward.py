@@ -97,8 +97,8 @@ class ForwardPlan:
         local: dict[int, int] = {}
         for i in graph.inputs:
             local[i] = builder.add_input(graph.values[i].key.key)  # type: ignore[union-attr]
-        computed = [i for i in dict.fromkeys(r.id for n in rest for r in n.inputs  # type: ignore[union-attr]
-                                             if r.id in known and r.id not in local)]  # fmt: skip
+        reads = (r.id for n in rest for r in n.inputs if isinstance(r, Local))
+        computed = [i for i in dict.fromkeys(reads) if i in known and i not in local]
         for j, i in enumerate(computed):
             local[i] = builder.add_input(Name(f"prelude{j}"))
         for node in rest:
