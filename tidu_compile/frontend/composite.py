@@ -7,7 +7,8 @@
 The first call with given argument shapes, dtypes and ``requires_grad`` flags *traces*
 the function: it runs eagerly, and every primitive it applies is captured into one
 ``Graph`` instead of being recorded op by op. Later calls with the same signature
-*replay* that graph (the Python function is not run again) as one program of the
+*replay* that graph (the Python function is not run again). Every call, the tracing one
+too (so that every call gives the same values), runs the graph as one program of the
 current executor: native code compiled like a backward program on a ``CompiledExecutor``
 (``frontend.composite_forward``), numpy op by op on the ``ReferenceExecutor``; each call
 records a single tape node, so the backward pass of the whole function is one compiled
@@ -243,13 +244,13 @@ def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
                 (args, kwargs),
                 lambda leaf: next(replacements) if isinstance(leaf, (Tensor, np.ndarray)) else leaf,
             )
-            traced, values = _trace(fn, call_args, call_kwargs, inputs)
+            traced = _trace(fn, call_args, call_kwargs, inputs)
             with lock:
                 traces[key] = traced
                 while len(traces) > max_traces:
                     traces.popitem(last=False)
-        else:
-            values = traced.forward([t._data for t in inputs] + traced.constants)
+        # The tracing call too: every call's values come from the same program.
+        values = traced.forward([t._data for t in inputs] + traced.constants)
         outputs = _record(traced, inputs, values)
         return outputs[0] if traced.single_output else tuple(outputs)
 
@@ -259,7 +260,7 @@ def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
 
 def _trace(
     fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], inputs: list[Tensor]
-) -> tuple[_Traced, list[Any]]:
+) -> _Traced:
     capture = _Capture(inputs, getattr(fn, "__qualname__", repr(fn)))
     set_capture(capture)
     try:
@@ -277,8 +278,8 @@ def _trace(
     builder.set_outputs(output_ids)
     graph = builder.build()
     recorded = RecordedGraph.from_graph(graph)
-    values: list[Any] = [None] * len(graph.values)
+    values: list[Any] = [None] * len(graph.values)  # the trace's values: their dtypes
     for tensor in capture.keep_alive:
         values[capture.ids[id(tensor)]] = tensor._data
     forward = ForwardPlan(graph, capture.retained, values)
-    return _Traced(recorded, capture.constants, capture.retained, single, forward), values
+    return _Traced(recorded, capture.constants, capture.retained, single, forward)
