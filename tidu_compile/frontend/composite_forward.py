@@ -3,8 +3,9 @@
 Every call of a traced signature (the tracing call too: the eager values of the trace
 are not kept, so that every call gives the same values) computes what the tape needs:
 the function's outputs and the values ``_Capture`` retained for the backward
-(contraction results and their computed operands, integer results). ``ForwardPlan`` turns the traced graph into one ``RecordedGraph`` with
-those values as its outputs (each once, outputs first)::
+(contraction results and their computed operands, integer results). ``ForwardPlan``
+turns the traced graph into one ``RecordedGraph`` with those values as its outputs
+(each once, outputs first)::
 
     traced:   x, y -> v2 = Mul(x, y) ... v8 = ReduceSum(v7)    outputs (v8,)  retained [v8]
     forward:  the same operations                                outputs (v8,)
