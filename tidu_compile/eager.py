@@ -21,7 +21,7 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, fresh_pass_id, linearize
 from tidu_compile.evaluation import evaluate_graph
@@ -44,6 +44,7 @@ __all__ = [
     "CountingKeySource",
     "RecordedGraph",
     "Recorder",
+    "TangentKey",
     "Trace",
     "backward",
     "upstream_nodes",
@@ -53,15 +54,35 @@ __all__ = [
 # --------------------------------------------------------------------------- keys
 
 
-@dataclass(frozen=True, slots=True)
-class EagerKey:
-    """A raw key handed out by ``CountingKeySource``; tangents add a pass id."""
+class EagerKey(int):
+    """A raw key handed out by ``CountingKeySource``: the n-th key, an ``int`` (made,
+    hashed and compared as one: the tape makes one per recorded op); tangents add a
+    pass id (``TangentKey``)."""
 
-    index: int
+    __slots__ = ()
+
     passes: tuple[int, ...] = ()
 
-    def tangent_of(self, pass_id: int) -> EagerKey:
-        return EagerKey(self.index, self.passes + (pass_id,))
+    @property
+    def index(self) -> int:
+        return int(self)
+
+    def tangent_of(self, pass_id: int) -> TangentKey:
+        return TangentKey(int(self), (pass_id,))
+
+    def __repr__(self) -> str:
+        return f"EagerKey({int(self)})"
+
+
+@dataclass(frozen=True, slots=True)
+class TangentKey:
+    """The tangent of ``EagerKey(index)`` in the passes ``passes`` (innermost last)."""
+
+    index: int
+    passes: tuple[int, ...]
+
+    def tangent_of(self, pass_id: int) -> TangentKey:
+        return TangentKey(self.index, self.passes + (pass_id,))
 
 
 class KeySource(ABC):
@@ -197,18 +218,25 @@ class EagerOutput:
     output_slot: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Edge:
+class _Edge(NamedTuple):
+    """An input of a tape node: its tape key, producing node, and whether it needs a
+    gradient (a tuple: ``fast_ops`` makes one per recorded op)."""
+
     key: ValueKey
     trace: Trace | None
     requires_grad: bool
 
 
 class Trace:
-    """One tape node: a recorded graph, its input edges, output keys and saved data."""
+    """One tape node: a recorded graph, its input edges, output keys and saved data.
+
+    ``saved_values`` maps the graph's input keys (and output and retained keys) to data;
+    a node recorded by ``frontend.fast_ops`` keeps its data as a tuple (inputs, then
+    outputs, in the graph's key order) and builds the mapping when it is first read.
+    """
 
     __slots__ = (
-        "graph", "inputs", "needed_inputs", "output_keys", "saved_values", "upstream",
+        "graph", "inputs", "needed_inputs", "output_keys", "_saved", "_data", "upstream",
         "__weakref__",
     )  # fmt: skip
 
@@ -222,7 +250,8 @@ class Trace:
         self.graph = graph
         self.inputs = inputs
         self.output_keys = output_keys
-        self.saved_values = saved_values
+        self._saved: dict[ValueKey, Any] | None = saved_values
+        self._data: tuple[Any, ...] | None = None
         needed = tuple(edge.requires_grad for edge in inputs)
         #: Which inputs' cotangents ``backward`` reads; None when all of them.
         self.needed_inputs: tuple[bool, ...] | None = None if all(needed) else needed
@@ -230,8 +259,38 @@ class Trace:
         #: after this node), computed on the first backward from it: the tape is immutable.
         self.upstream: tuple[Trace, ...] | None = None
 
+    @property
+    def saved_values(self) -> dict[ValueKey, Any]:
+        saved = self._saved
+        if saved is None:  # recorded with a data tuple (``fast_ops``): build it once
+            graph, data = self.graph, self._data
+            keys = (*graph.input_value_keys, *graph.output_keys)
+            saved = self._saved = dict(zip(keys, _materialized(data), strict=True))  # type: ignore[arg-type]
+            self._data = None
+        return saved
+
     def __repr__(self) -> str:
         return f"Trace({self.graph!r})"
+
+
+def _materialized(data: tuple[Any, ...]) -> list[Any]:
+    """Saved data with deferred values (``Deferred``) computed."""
+    return [d.value() if type(d) is Deferred else d for d in data]
+
+
+class Deferred:
+    """Saved data computed only if a backward pass reads it: ``function(*args)``
+    (``fast_ops``: the constant operand of ``x * 2.0``, materialized as the general
+    path would have saved it)."""
+
+    __slots__ = ("function", "args")
+
+    def __init__(self, function: Any, *args: Any) -> None:
+        self.function = function
+        self.args = args
+
+    def value(self) -> Any:
+        return self.function(*self.args)
 
 
 class Recorder:

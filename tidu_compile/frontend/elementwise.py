@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
+from tidu_compile.frontend import fast_ops
+from tidu_compile.frontend.fast_ops import SPECS
 from tidu_compile.frontend.promotion import broadcast_to, coerce, unary_input
 from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor, apply1, apply_op, as_tensor
@@ -36,12 +38,23 @@ def _summary(primitive: type[TensorOp]) -> str:
 
 
 def unary(primitive: type[TensorOp], x: Any) -> Tensor:
-    """``primitive()`` applied to ``x`` as a float or complex tensor."""
+    """``primitive()`` applied to ``x`` as a float or complex tensor (``fast_ops`` first)."""
+    spec = SPECS.get(primitive)
+    if spec is not None:
+        fast = fast_ops.unary(spec, x)
+        if fast is not None:
+            return fast
     return apply1(primitive(), unary_input(x))
 
 
 def binary(primitive: type[TensorOp], a: Any, b: Any) -> Tensor:
-    """``primitive()`` applied to ``a`` and ``b``, promoted and broadcast as numpy does."""
+    """``primitive()`` applied to ``a`` and ``b``, promoted and broadcast as numpy does
+    (``fast_ops`` first)."""
+    spec = SPECS.get(primitive)
+    if spec is not None:
+        fast = fast_ops.binary(spec, a, b)
+        if fast is not None:
+            return fast
     return apply1(primitive(), *coerce(a, b))
 
 

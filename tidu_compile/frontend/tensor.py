@@ -221,31 +221,31 @@ class Tensor:
 
     # ------------------------------------------------------------ operators
     def __add__(self, other: Any) -> Tensor:
-        return _functions().add(self, other)
+        return _ADD(self, other)
 
     def __radd__(self, other: Any) -> Tensor:
-        return _functions().add(other, self)
+        return _RADD(self, other)
 
     def __sub__(self, other: Any) -> Tensor:
-        return _functions().subtract(self, other)
+        return _SUB(self, other)
 
     def __rsub__(self, other: Any) -> Tensor:
-        return _functions().subtract(other, self)
+        return _RSUB(self, other)
 
     def __mul__(self, other: Any) -> Tensor:
-        return _functions().multiply(self, other)
+        return _MUL(self, other)
 
     def __rmul__(self, other: Any) -> Tensor:
-        return _functions().multiply(other, self)
+        return _RMUL(self, other)
 
     def __truediv__(self, other: Any) -> Tensor:
-        return _functions().divide(self, other)
+        return _TRUEDIV(self, other)
 
     def __rtruediv__(self, other: Any) -> Tensor:
-        return _functions().divide(other, self)
+        return _RTRUEDIV(self, other)
 
     def __neg__(self) -> Tensor:
-        return _functions().negative(self)
+        return _NEG(self)
 
     def __pos__(self) -> Tensor:
         return self
@@ -504,3 +504,20 @@ def apply1(op: TensorOp, *inputs: Tensor) -> Tensor:
 
 def input_types(inputs: Sequence[Tensor]) -> list[Any]:
     return [type_of(t._data) for t in inputs]
+
+
+
+
+# The operators (``_ADD`` ... ``_NEG``, called by ``Tensor.__add__`` ...) are made by
+# ``frontend.fast_ops``, which builds on Tensor: importing it last installs them here.
+_ADD: Any = None
+_RADD: Any = None
+_SUB: Any = None
+_RSUB: Any = None
+_MUL: Any = None
+_RMUL: Any = None
+_TRUEDIV: Any = None
+_RTRUEDIV: Any = None
+_NEG: Any = None
+
+from tidu_compile.frontend import fast_ops as _fast_ops  # noqa: E402, F401

@@ -228,8 +228,8 @@ BACKWARD_TITLE = (
 
 STEP_TITLE = (
     "full step, forward + backward: tidu records the forward (a @tc.function forward "
-    "replays its trace with numpy) then tc.grad; numpy: the forward and the gradient by "
-    "hand; torch: forward + autograd.grad; jax: jax.jit(jax.value_and_grad)"
+    "runs its trace as one compiled program) then tc.grad; numpy: the forward and the "
+    "gradient by hand; torch: forward + autograd.grad; jax: jax.jit(jax.value_and_grad)"
 )
 
 STEP_PEERS = ("numpy", "torch", "jax")
