@@ -134,7 +134,10 @@ def _load_average() -> float | None:
 def _measure_numpy(workload: Workload, arrays: Sequence[Any], policy: Policy) -> dict:
     saved = workload.numpy_forward(*arrays)
     timing = measure(lambda: workload.numpy_backward(saved), policy)
-    return {"timing": timing, "grads": workload.numpy_backward(saved)}
+    step = workload.numpy_step
+    step_timing = None if step is None else measure(lambda: step(*arrays), policy)
+    return {"timing": timing, "step_timing": step_timing,
+            "grads": workload.numpy_backward(saved)}  # fmt: skip
 
 
 def _per_node_disk_load(warm: dict[str, Any]) -> float | None:
@@ -211,6 +214,7 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
                 "tidu": None,
                 "tidu_step": None,
                 "numpy": reference["timing"].to_json(),
+                "numpy_step": reference["step_timing"] and reference["step_timing"].to_json(),
                 "grad_check": None,
                 "compile": None,
             }
@@ -258,7 +262,8 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
             **{p: ratio(row["tidu"], (row.get(p) or {}).get("timing")) for p in PEERS},
         }
         row["step_ratios"] = {
-            p: ratio(row["tidu_step"], (row.get(p) or {}).get("step_timing")) for p in PEERS
+            "numpy": ratio(row["tidu_step"], row.get("numpy_step")),
+            **{p: ratio(row["tidu_step"], (row.get(p) or {}).get("step_timing")) for p in PEERS},
         }
     infos = {p: s.get("info") or {} for p, s in peer_status.items()}
     machine = machine_info(infos)

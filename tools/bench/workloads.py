@@ -76,6 +76,9 @@ class Workload:
     numpy_backward: Callable[[Any], list[np.ndarray]]
     recording: str = "per-op"
     peer_key: str = ""
+    #: The full step by hand, ``(loss, *gradients)`` from the inputs, each intermediate
+    #: computed once (numpy's best); None where the bench has none.
+    numpy_step: Callable[..., Any] | None = None
 
     @property
     def problem(self) -> str:
@@ -174,6 +177,12 @@ def make_w1(n: int, composite: bool = False, dtype: str = "float64") -> Workload
         ds = y * (1 - t * t)  # d loss / d (x*y + exp(-x)), in the input dtype
         return [ds * (y - e), ds * x + t]
 
+    def numpy_step(x: np.ndarray, y: np.ndarray) -> tuple[Any, ...]:
+        e = np.exp(-x)
+        t = np.tanh(x * y + e)
+        ds = y * (1 - t * t)
+        return np.sum(t * y), ds * (y - e), ds * x + t
+
     recording = "composite" if composite else "per-op"
     suffix = " composite" if composite else ""
     dtype_text = "" if short == "f64" else f" {short}"
@@ -191,6 +200,7 @@ def make_w1(n: int, composite: bool = False, dtype: str = "float64") -> Workload
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W1{dtype_text} n={_sci(n)}",
+        numpy_step=numpy_step,
     )
 
 
@@ -384,6 +394,12 @@ def make_w4(rows: int = 2000, cols: int | None = None, composite: bool = False) 
         da = 2.0 * e * e  # d exp(d)**2 / dd = 2 exp(d)**2
         return [da, -da.sum(axis=0)]
 
+    def numpy_step(a: np.ndarray, v: np.ndarray) -> tuple[Any, ...]:
+        e = np.exp(a - v[None, :])
+        squares = e * e
+        da = 2.0 * squares
+        return np.sum(squares), da, -da.sum(axis=0)
+
     recording = "composite" if composite else "per-op"
     return Workload(
         key=f"W4 {rows}x{width}{' composite' if composite else ''}",
@@ -399,6 +415,7 @@ def make_w4(rows: int = 2000, cols: int | None = None, composite: bool = False) 
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W4 {rows}x{width}",
+        numpy_step=numpy_step,
     )
 
 
