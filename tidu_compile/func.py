@@ -31,6 +31,7 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
+from tidu_compile.frontend.composite_grad import fused_value_and_grad
 from tidu_compile.frontend.higher_order import backward_recorded, push_tangents
 from tidu_compile.frontend.state import RECORDER, current_capture, get_default_executor
 from tidu_compile.frontend.tensor import (
@@ -175,11 +176,18 @@ def _scalar_output(out: Any, name: str) -> Tensor:
 
 def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
     """``f`` returning ``(f(*args), gradient)``; the gradient has the structure of
-    ``args[argnums]`` (a tuple of them when ``argnums`` is a tuple)."""
+    ``args[argnums]`` (a tuple of them when ``argnums`` is a tuple). For a
+    ``@tc.function`` ``f`` called outside other transforms, forward and backward run as
+    one program once ``f`` has traced (``frontend.composite_grad``)."""
 
     def transformed(*args: Any) -> tuple[Tensor, Tree]:
         _not_traced("value_and_grad")
         numbers = _check_argnums(argnums, len(args), "value_and_grad")
+        fused = fused_value_and_grad(f, args, numbers)  # a @tc.function: one program
+        if fused is not None:
+            value, leaves = fused
+            fused_trees = [_flatten(args[n])[1](g) for n, g in zip(numbers, leaves, strict=True)]
+            return value, fused_trees[0] if isinstance(argnums, int) else tuple(fused_trees)
         call_args, variables, rebuilders = _with_variables(args, numbers, "value_and_grad")
         out = _scalar_output(f(*call_args), "value_and_grad")
         seed = Tensor(np.ones((), dtype=out.dtype))
