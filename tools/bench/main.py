@@ -5,6 +5,7 @@
     tidu-compile bench --kernels            # math functions and fused kernels, ns/element
     tidu-compile bench --hvp                # W1 Hessian-vector product against jax, torch
     tidu-compile bench --workload recording # us per recorded op against numpy, torch
+    tidu-compile bench --workload step      # W1 n=1e7 step: numpy, @tc.function, jax.jit
 
 Per workload, in this process: the hand-written numpy backward, then tidu (a fresh
 ``CompiledExecutor`` on an empty cache directory: cold first call, then warm calls of
@@ -13,7 +14,7 @@ numpy's, and in a fresh subprocess the warm-from-disk first call. Then each inst
 peer (torch, jax) in its own subprocess, timed like for like (see ``peers``). Exit
 status: 0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
 ``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``, ``--workload
-recording`` ``bench.recording``.
+recording`` ``bench.recording``, ``--workload step`` ``bench.step``.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fewer repetitions, no n=1e7, small W4, W5, W6 (for tests)")
     parser.add_argument("--workload", metavar="W1,W3",
                         help="comma-separated groups (W1..W6) or row names to run; "
-                        "'recording' instead: us per op recorded on the tape")
+                        "'recording' instead: us per op recorded on the tape; 'step': "
+                        "the W1 step against numpy by hand and jax.jit")
     parser.add_argument("--repeat", type=int, metavar="N",
                         help="exactly N timed runs per measurement (default: adaptive)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
@@ -294,10 +296,15 @@ def command(args: argparse.Namespace) -> int:
         from tidu_compile.tools.bench.hvp import command as hvp_command
 
         return hvp_command(args)
-    if (getattr(args, "workload", None) or "").strip().lower() == "recording":
+    special = (getattr(args, "workload", None) or "").strip().lower()
+    if special == "recording":
         from tidu_compile.tools.bench.recording import command as recording_command
 
         return recording_command(args)
+    if special == "step":
+        from tidu_compile.tools.bench.step import command as step_command
+
+        return step_command(args)
     document = run(args)
     if args.json:
         Path(args.json).write_text(json.dumps(json_safe(document), indent=2) + "\n")
