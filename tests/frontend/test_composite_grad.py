@@ -122,6 +122,18 @@ def test_the_general_path_keeps_what_the_fused_one_cannot_do(
     assert len(fused_runs) == 1
 
     @tc.function
+    def picked(v: tc.Tensor, labels: tc.Tensor) -> tc.Tensor:
+        return tc.sum(tc.exp(v)[labels])
+
+    for labels in (np.array([0, 4, 4]), np.array([1, 2, 5])):  # 5 is out of range
+        if labels.max() < 5:
+            func.grad(picked)(x, labels)
+        else:
+            with pytest.raises(IndexError, match="index 5 is out of bounds"):
+                func.grad(picked)(x, labels)
+    assert len(fused_runs) == 1  # integer index data: the general path checks it
+
+    @tc.function
     def vector(v: tc.Tensor) -> tc.Tensor:
         return tc.sin(v)
 

@@ -129,6 +129,8 @@ def fused_value_and_grad(
     if found is None:
         return None
     traced, leaves = found
+    if traced.forward_plan.indexing or traced.forward_plan.prelude:
+        return None  # integer index data: checked before native code on the general path
     position = {id(leaf): i for i, leaf in enumerate(leaves)}
     inputs = [leaf._data if isinstance(leaf, Tensor) else leaf for leaf in leaves]
     inputs += traced.constants
