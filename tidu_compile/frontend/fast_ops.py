@@ -169,25 +169,25 @@ def _tensors(spec: Spec, a: Tensor, b: Tensor) -> Tensor | None:
 
 class _Number:
     """A number operand as a source of a tape node: no key, no gradient; its saved data
-    is what the general path saves (a read-only array of the tensor's dtype broadcast to
-    its shape), made only if a backward pass reads it."""
+    is what the general path saves (a read-only array of the other operand's dtype and
+    shape, ``like``'s), made only if a backward pass reads it. Made with ``_new`` and
+    two slot stores (no ``__init__`` call: this is per recorded op)."""
 
-    __slots__ = ("number", "dtype", "shape")
+    __slots__ = ("number", "like")
 
     _key = _NO_KEY
     _trace = None
     _requires_grad = False
 
-    def __init__(self, number: Any, dtype: np.dtype, shape: tuple[int, ...]) -> None:
-        self.number = number
-        self.dtype = dtype
-        self.shape = shape
+    number: Any
+    like: np.ndarray
 
     @property
     def _data(self) -> np.ndarray:
-        array = np.array(self.number, dtype=self.dtype)
+        like = self.like
+        array = np.array(self.number, dtype=like.dtype)
         array.setflags(write=False)
-        return array if array.shape == self.shape else np.broadcast_to(array, self.shape)
+        return array if array.shape == like.shape else np.broadcast_to(array, like.shape)
 
 
 def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor | None:
@@ -213,7 +213,9 @@ def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor 
         return None
     if not (t._requires_grad and state.grad_enabled):
         return _plain(out)
-    constant = _Number(number, dtype, data.shape)
+    constant = _new(_Number)
+    constant.number = number
+    constant.like = out
     if reflected:
         return _recorded(graph, (constant, t, out), out, (False, True))
     return _recorded(graph, (t, constant, out), out, (True, False))
