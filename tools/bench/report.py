@@ -229,7 +229,7 @@ BACKWARD_TITLE = (
 STEP_TITLE = (
     "full step, forward + backward: tidu records the forward (a @tc.function forward "
     "runs its trace as one compiled program) then tc.grad; numpy: loss and gradients by hand "
-    "(W1, W4), each intermediate once; torch: forward + autograd.grad; jax: "
+    "(W1-W4), each intermediate once; torch: forward + autograd.grad; jax: "
     "jax.jit(jax.value_and_grad)"
 )
 

@@ -77,7 +77,8 @@ class Workload:
     recording: str = "per-op"
     peer_key: str = ""
     #: The full step by hand, ``(loss, *gradients)`` from the inputs, each intermediate
-    #: computed once (numpy's best); None where the bench has none.
+    #: computed once (W2, W3: the forward keeping what the backward reads, then the
+    #: backward); None where the bench has none.
     numpy_step: Callable[..., Any] | None = None
 
     @property
@@ -264,10 +265,14 @@ def make_w2(ops: int = 1000, composite: bool = False) -> Workload:
             else:
                 saved.append(x)
                 x = np.sin(x)
-        return saved, a
+        return saved, a, x  # x: the loss
+
+    def numpy_step(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
+        state = numpy_forward(x, a, b)
+        return (state[2], *numpy_backward(state))
 
     def numpy_backward(state: Any) -> list[np.ndarray]:
-        saved, a = state
+        saved, a, _ = state
         g = np.float64(1.0)
         ga = np.float64(0.0)
         gb = np.float64(0.0)
@@ -296,6 +301,7 @@ def make_w2(ops: int = 1000, composite: bool = False) -> Workload:
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W2 {ops} ops per-op",
+        numpy_step=numpy_step,
     )
 
 
@@ -346,6 +352,11 @@ def make_w3(
         dz = dh * (1 - h * h)
         return [x.T @ dz, dz.sum(axis=0), h.T @ dp, dp.sum(axis=0)]
 
+    def numpy_step(*arrays: np.ndarray) -> tuple[Any, ...]:
+        saved = numpy_forward(*arrays)
+        r = saved[3]
+        return (np.sum(r * r), *numpy_backward(saved))
+
     size_text = "" if default else f" {batch}x{features}x{hidden}x{outputs}"
     recording = "composite" if composite else "per-op"
     return Workload(
@@ -363,6 +374,7 @@ def make_w3(
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W3 {short}{size_text}",
+        numpy_step=numpy_step,
     )
 
 
