@@ -230,13 +230,15 @@ class _Edge(NamedTuple):
 class Trace:
     """One tape node: a recorded graph, its input edges, output keys and saved data.
 
-    ``saved_values`` maps the graph's input keys (and output and retained keys) to data;
-    a node recorded by ``frontend.fast_ops`` keeps its data as a tuple (inputs, then
-    outputs, in the graph's key order) and builds the mapping when it is first read.
+    ``saved_values`` maps the graph's input keys (and output and retained keys) to data.
+    A node recorded by ``frontend.fast_ops`` keeps ``(*sources, *outputs)`` instead: its
+    input tensors (objects with ``_key``, ``_trace``, ``_requires_grad`` and ``_data``)
+    and output data, and builds ``inputs`` and ``saved_values`` when they are first read
+    (by a backward pass: most recorded nodes never are).
     """
 
     __slots__ = (
-        "graph", "inputs", "needed_inputs", "output_keys", "_saved", "_data", "upstream",
+        "graph", "_inputs", "needed_inputs", "output_keys", "_saved", "_data", "upstream",
         "__weakref__",
     )  # fmt: skip
 
@@ -248,7 +250,7 @@ class Trace:
         saved_values: dict[ValueKey, Any],
     ) -> None:
         self.graph = graph
-        self.inputs = inputs
+        self._inputs: tuple[_Edge, ...] | None = inputs
         self.output_keys = output_keys
         self._saved: dict[ValueKey, Any] | None = saved_values
         self._data: tuple[Any, ...] | None = None
@@ -260,37 +262,31 @@ class Trace:
         self.upstream: tuple[Trace, ...] | None = None
 
     @property
+    def inputs(self) -> tuple[_Edge, ...]:
+        """One edge per graph input: its tape key, producing node, ``requires_grad``."""
+        edges = self._inputs
+        if edges is None:  # recorded with its sources (``fast_ops``): build them once
+            sources = self._data[: len(self.graph.input_keys)]  # type: ignore[index]
+            edges = self._inputs = tuple(
+                _Edge(s._key, s._trace, s._requires_grad) for s in sources
+            )
+        return edges
+
+    @property
     def saved_values(self) -> dict[ValueKey, Any]:
+        """The saved data by the recorded graph's keys (inputs, outputs, retained)."""
         saved = self._saved
-        if saved is None:  # recorded with a data tuple (``fast_ops``): build it once
+        if saved is None:  # recorded with its sources (``fast_ops``): build it once
             graph, data = self.graph, self._data
-            keys = (*graph.input_value_keys, *graph.output_keys)
-            saved = self._saved = dict(zip(keys, _materialized(data), strict=True))  # type: ignore[arg-type]
-            self._data = None
+            count = len(graph.input_keys)
+            values = [s._data for s in data[:count]] + list(data[count:])  # type: ignore[index]
+            saved = self._saved = dict(
+                zip((*graph.input_value_keys, *graph.output_keys), values, strict=True)
+            )
         return saved
 
     def __repr__(self) -> str:
         return f"Trace({self.graph!r})"
-
-
-def _materialized(data: tuple[Any, ...]) -> list[Any]:
-    """Saved data with deferred values (``Deferred``) computed."""
-    return [d.value() if type(d) is Deferred else d for d in data]
-
-
-class Deferred:
-    """Saved data computed only if a backward pass reads it: ``function(*args)``
-    (``fast_ops``: the constant operand of ``x * 2.0``, materialized as the general
-    path would have saved it)."""
-
-    __slots__ = ("function", "args")
-
-    def __init__(self, function: Any, *args: Any) -> None:
-        self.function = function
-        self.args = args
-
-    def value(self) -> Any:
-        return self.function(*self.args)
 
 
 class Recorder:

@@ -34,7 +34,7 @@ import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -158,6 +158,9 @@ class _Traced:
     retained: list[int]
     single_output: bool
     forward_plan: ForwardPlan
+    #: ``func.value_and_grad``'s fused programs, by input types and needed gradients
+    #: (``frontend.composite_grad``).
+    fused: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def graph(self) -> Graph:
@@ -254,7 +257,22 @@ def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
         outputs = _record(traced, inputs, values)
         return outputs[0] if traced.single_output else tuple(outputs)
 
+    def trace_for(args: tuple[Any, ...]) -> tuple[_Traced, list[Any]] | None:
+        """The trace a call with ``args`` would replay and its tensor and array leaves
+        (in the trace's input order), or None when that call would trace."""
+        leaves: list[Any] = []
+        key = _flatten((args, {}), leaves)
+        if not any(isinstance(a, Tensor) and a._requires_grad for a in leaves):
+            return None
+        try:
+            with lock:
+                traced = traces.get(key)
+        except TypeError:  # an unhashable argument: the call raises it
+            return None
+        return None if traced is None else (traced, leaves)
+
     wrapper.traces = traces  # type: ignore[attr-defined]
+    wrapper.trace_for = trace_for  # type: ignore[attr-defined]
     return wrapper
 
 

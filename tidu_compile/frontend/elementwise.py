@@ -61,8 +61,15 @@ def binary(primitive: type[TensorOp], a: Any, b: Any) -> Tensor:
 def unary_function(primitive: type[TensorOp], name: str) -> UnaryFunction:
     """The frontend function ``name(x)`` of a unary elementwise primitive."""
 
+    spec = SPECS.get(primitive)
+    fast = fast_ops.unary
+
     def function(x: Any) -> Tensor:
-        return unary(primitive, x)
+        if spec is not None:
+            out = fast(spec, x)
+            if out is not None:
+                return out
+        return apply1(primitive(), unary_input(x))
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = (
@@ -75,8 +82,15 @@ def unary_function(primitive: type[TensorOp], name: str) -> UnaryFunction:
 def binary_function(primitive: type[TensorOp], name: str) -> BinaryFunction:
     """The frontend function ``name(a, b)`` of a binary elementwise primitive."""
 
+    spec = SPECS.get(primitive)
+    fast = fast_ops.binary
+
     def function(a: Any, b: Any) -> Tensor:
-        return binary(primitive, a, b)
+        if spec is not None:
+            out = fast(spec, a, b)
+            if out is not None:
+                return out
+        return apply1(primitive(), *coerce(a, b))
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = (

@@ -11,8 +11,9 @@ op, ~80 numpy 0-d ops. For the common case this module does only what the call n
 * the op's ufunc on the data (what ``Elementwise.evaluate`` calls);
 * per op class, once: the recorded one-op graph and the dtypes the op allows (``SPECS``);
 * keys: ``EagerKey`` ints, their ``Input`` value keys made without ``__init__``;
-* saved data: a tuple in the node (``Trace.saved_values`` is built when first read);
-  the constant operand of ``x * 2.0`` only if a backward reads it (``Deferred``).
+* edges and saved data: the node keeps its input tensors and output data, and builds
+  ``Trace.inputs`` and ``Trace.saved_values`` from them when a backward first reads
+  them; the constant operand of ``x * 2.0`` is made only then (``_Number``).
 
 Anything else returns None and takes the general path, which gives the same tensors,
 tape nodes and saved data.
@@ -20,13 +21,12 @@ tape nodes and saved data.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from tidu_compile.eager import CountingKeySource, Deferred, EagerKey, RecordedGraph, Trace, _Edge
+from tidu_compile.eager import CountingKeySource, EagerKey, RecordedGraph, Trace
 from tidu_compile.frontend.state import RECORDER, THREAD_STATE
 from tidu_compile.frontend.tensor import _NO_KEY, Tensor, recorded_graph_for
 from tidu_compile.graph import Input
@@ -38,10 +38,10 @@ Spec = tuple[np.ufunc, RecordedGraph, frozenset[np.dtype]]
 """Per op class: its ufunc, its one-op recorded graph, the dtypes it allows."""
 
 _new = object.__new__
-_new_tuple = tuple.__new__
+_empty = np.empty
+_eager_key = EagerKey
 _set_input_key = Input.__dict__["key"].__set__
 _set_input_hash = Input.__dict__["_hash"].__set__
-_CONSTANT_EDGE = _Edge(_NO_KEY, None, False)
 _MAX_EXACT_INT = 1 << 53
 
 
@@ -81,27 +81,20 @@ def _plain(out: np.ndarray) -> Tensor:
     return tensor
 
 
-def _edge(t: Tensor) -> _Edge:
-    return _new_tuple(_Edge, (t._key, t._trace, t._requires_grad))  # type: ignore[no-any-return]
-
-
 def _recorded(
-    graph: RecordedGraph,
-    edges: tuple[_Edge, ...],
-    data: tuple[Any, ...],
-    out: np.ndarray,
-    needed: tuple[bool, ...] | None,
+    graph: RecordedGraph, data: tuple[Any, ...], out: np.ndarray, needed: tuple[bool, ...] | None
 ) -> Tensor:
-    """The output tensor of a new one-op tape node (``Recorder.record_graph``'s node)."""
+    """The output tensor of a new one-op tape node (``Recorder.record_graph``'s node);
+    ``data``: the input tensors (sources of the node's edges and saved data) and ``out``."""
     source = RECORDER.key_source
-    raw = (EagerKey(next(source._counter)) if type(source) is CountingKeySource
+    raw = (_eager_key(next(source._counter)) if type(source) is CountingKeySource
            else source.fresh_input_key())  # fmt: skip
     key = _new(Input)
     _set_input_key(key, raw)
     _set_input_hash(key, hash(("Input", raw)))
     trace = _new(Trace)
     trace.graph = graph
-    trace.inputs = edges
+    trace._inputs = None
     trace.output_keys = (key,)
     trace._saved = None
     trace._data = data
@@ -120,7 +113,7 @@ def _result(ufunc: Callable[..., Any], *operands: Any) -> np.ndarray:
     out = ufunc(*operands)
     if type(out) is not np.ndarray:  # a 0-d result comes back as a numpy scalar
         out = np.asarray(out)
-    out.setflags(write=False)
+    out.setflags(False)  # positional: a third of the cost of write=False
     return out  # type: ignore[no-any-return]
 
 
@@ -135,10 +128,12 @@ def unary(spec: Spec, x: Any) -> Tensor | None:
     state = THREAD_STATE
     if state.capture is not None:
         return None
-    out = _result(ufunc, data)
+    # A 0-d result would come back as a numpy scalar: ask for an array.
+    out = ufunc(data) if data.ndim else ufunc(data, out=_empty((), data.dtype))
+    out.setflags(False)  # positional: a third of the cost of write=False
     if not (x._requires_grad and state.grad_enabled):
         return _plain(out)
-    return _recorded(graph, (_edge(x),), (data, out), out, None)
+    return _recorded(graph, (x, out), out, None)
 
 
 def binary(spec: Spec, a: Any, b: Any) -> Tensor | None:
@@ -154,7 +149,7 @@ def binary(spec: Spec, a: Any, b: Any) -> Tensor | None:
 
 
 def _tensors(spec: Spec, a: Tensor, b: Tensor) -> Tensor | None:
-    """``op(a, b)`` for two tensors (the hot path: ``_result`` and ``_edge`` inlined)."""
+    """``op(a, b)`` for two tensors (the hot path: ``_result`` inlined)."""
     ufunc, graph, dtypes = spec
     da, db = a._data, b._data
     dtype = da.dtype
@@ -163,23 +158,36 @@ def _tensors(spec: Spec, a: Tensor, b: Tensor) -> Tensor | None:
     state = THREAD_STATE
     if state.capture is not None:
         return None
-    out = ufunc(da, db)
-    if type(out) is not np.ndarray:  # a 0-d result comes back as a numpy scalar
-        out = np.asarray(out)
-    out.setflags(write=False)
+    # A 0-d result would come back as a numpy scalar: ask for an array.
+    out = ufunc(da, db) if da.ndim else ufunc(da, db, out=_empty((), dtype))
+    out.setflags(False)  # positional: a third of the cost of write=False
     ra, rb = a._requires_grad, b._requires_grad
     if not ((ra or rb) and state.grad_enabled):
         return _plain(out)
-    edges = (_new_tuple(_Edge, (a._key, a._trace, ra)), _new_tuple(_Edge, (b._key, b._trace, rb)))
-    return _recorded(graph, edges, (da, db, out), out, None if ra and rb else (ra, rb))
+    return _recorded(graph, (a, b, out), out, None if ra and rb else (ra, rb))
 
 
-def _constant(number: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-    """The saved data of a number operand, as the general path saves it (a read-only
-    array of the tensor's dtype, broadcast to its shape)."""
-    array = np.array(number, dtype=dtype)
-    array.setflags(write=False)
-    return array if array.shape == shape else np.broadcast_to(array, shape)
+class _Number:
+    """A number operand as a source of a tape node: no key, no gradient; its saved data
+    is what the general path saves (a read-only array of the other operand's dtype and
+    shape, ``like``'s), made only if a backward pass reads it. Made with ``_new`` and
+    two slot stores (no ``__init__`` call: this is per recorded op)."""
+
+    __slots__ = ("number", "like")
+
+    _key = _NO_KEY
+    _trace = None
+    _requires_grad = False
+
+    number: Any
+    like: np.ndarray
+
+    @property
+    def _data(self) -> np.ndarray:
+        like = self.like
+        array = np.array(self.number, dtype=like.dtype)
+        array.setflags(write=False)
+        return array if array.shape == like.shape else np.broadcast_to(array, like.shape)
 
 
 def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor | None:
@@ -205,13 +213,12 @@ def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor 
         return None
     if not (t._requires_grad and state.grad_enabled):
         return _plain(out)
-    constant = Deferred(_constant, number, dtype, data.shape)
+    constant = _new(_Number)
+    constant.number = number
+    constant.like = out
     if reflected:
-        return _recorded(graph, (_CONSTANT_EDGE, _edge(t)), (constant, data, out), out,
-                         (False, True))  # fmt: skip
-    return _recorded(graph, (_edge(t), _CONSTANT_EDGE), (data, constant, out), out,
-                     (True, False))  # fmt: skip
-
+        return _recorded(graph, (constant, t, out), out, (False, True))
+    return _recorded(graph, (t, constant, out), out, (True, False))
 
 def _general(function: str) -> Callable[..., Tensor]:
     from tidu_compile import frontend
@@ -251,15 +258,15 @@ def unary_operator(op: type[TensorOp], function: str) -> Callable[[Tensor], Tens
 
 
 def _install_operators() -> None:
-    """``Tensor.__add__`` ... call these (``frontend.tensor`` imports this module last)."""
+    """``Tensor.__add__`` ... ``Tensor.__neg__`` (``frontend.tensor`` imports this module
+    last, to install them)."""
     from tidu_compile import ops
 
-    tensor: Any = sys.modules[Tensor.__module__]
-    for name, op, function in (("ADD", ops.Add, "add"), ("SUB", ops.Sub, "subtract"),
-                               ("MUL", ops.Mul, "multiply"), ("TRUEDIV", ops.Div, "divide")):
-        setattr(tensor, f"_{name}", binary_operator(op, function))
-        setattr(tensor, f"_R{name}", binary_operator(op, function, reflected=True))
-    tensor._NEG = unary_operator(ops.Neg, "negative")
+    for name, op, function in (("add", ops.Add, "add"), ("sub", ops.Sub, "subtract"),
+                               ("mul", ops.Mul, "multiply"), ("truediv", ops.Div, "divide")):
+        setattr(Tensor, f"__{name}__", binary_operator(op, function))
+        setattr(Tensor, f"__r{name}__", binary_operator(op, function, reflected=True))
+    Tensor.__neg__ = unary_operator(ops.Neg, "negative")
 
 
 _install_operators()

@@ -11,7 +11,7 @@ import functools
 import operator
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -34,7 +34,7 @@ LEAVES: weakref.WeakValueDictionary[ValueKey, Tensor] = weakref.WeakValueDiction
 
 def _readonly(array: np.ndarray) -> np.ndarray:
     """Freeze ``array`` (which the tensor owns) so neither it nor its views can change."""
-    array.flags.writeable = False
+    array.setflags(write=False)  # cheaper than ``array.flags.writeable = False``
     return array
 
 
@@ -220,32 +220,17 @@ class Tensor:
         return Tensor(self._concrete("Tensor.detach()"))
 
     # ------------------------------------------------------------ operators
-    def __add__(self, other: Any) -> Tensor:
-        return _ADD(self, other)
-
-    def __radd__(self, other: Any) -> Tensor:
-        return _RADD(self, other)
-
-    def __sub__(self, other: Any) -> Tensor:
-        return _SUB(self, other)
-
-    def __rsub__(self, other: Any) -> Tensor:
-        return _RSUB(self, other)
-
-    def __mul__(self, other: Any) -> Tensor:
-        return _MUL(self, other)
-
-    def __rmul__(self, other: Any) -> Tensor:
-        return _RMUL(self, other)
-
-    def __truediv__(self, other: Any) -> Tensor:
-        return _TRUEDIV(self, other)
-
-    def __rtruediv__(self, other: Any) -> Tensor:
-        return _RTRUEDIV(self, other)
-
-    def __neg__(self) -> Tensor:
-        return _NEG(self)
+    # ``+ - * /`` and unary ``-``: methods made by ``frontend.fast_ops`` (the recording
+    # fast path, else the frontend function: ``x * y`` is ``tidu_compile.multiply(x, y)``).
+    __add__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __radd__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __sub__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __rsub__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __mul__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __rmul__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __truediv__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __rtruediv__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __neg__: ClassVar[Callable[[Tensor], Tensor]]
 
     def __pos__(self) -> Tensor:
         return self
@@ -508,16 +493,5 @@ def input_types(inputs: Sequence[Tensor]) -> list[Any]:
 
 
 
-# The operators (``_ADD`` ... ``_NEG``, called by ``Tensor.__add__`` ...) are made by
-# ``frontend.fast_ops``, which builds on Tensor: importing it last installs them here.
-_ADD: Any = None
-_RADD: Any = None
-_SUB: Any = None
-_RSUB: Any = None
-_MUL: Any = None
-_RMUL: Any = None
-_TRUEDIV: Any = None
-_RTRUEDIV: Any = None
-_NEG: Any = None
 
-from tidu_compile.frontend import fast_ops as _fast_ops  # noqa: E402, F401
+from tidu_compile.frontend import fast_ops as _fast_ops  # noqa: E402, F401 - the operators

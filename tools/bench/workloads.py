@@ -76,6 +76,10 @@ class Workload:
     numpy_backward: Callable[[Any], list[np.ndarray]]
     recording: str = "per-op"
     peer_key: str = ""
+    #: The full step by hand, ``(loss, *gradients)`` from the inputs, each intermediate
+    #: computed once (W2, W3: the forward keeping what the backward reads, then the
+    #: backward); None where the bench has none.
+    numpy_step: Callable[..., Any] | None = None
 
     @property
     def problem(self) -> str:
@@ -174,6 +178,12 @@ def make_w1(n: int, composite: bool = False, dtype: str = "float64") -> Workload
         ds = y * (1 - t * t)  # d loss / d (x*y + exp(-x)), in the input dtype
         return [ds * (y - e), ds * x + t]
 
+    def numpy_step(x: np.ndarray, y: np.ndarray) -> tuple[Any, ...]:
+        e = np.exp(-x)
+        t = np.tanh(x * y + e)
+        ds = y * (1 - t * t)
+        return np.sum(t * y), ds * (y - e), ds * x + t
+
     recording = "composite" if composite else "per-op"
     suffix = " composite" if composite else ""
     dtype_text = "" if short == "f64" else f" {short}"
@@ -191,6 +201,7 @@ def make_w1(n: int, composite: bool = False, dtype: str = "float64") -> Workload
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W1{dtype_text} n={_sci(n)}",
+        numpy_step=numpy_step,
     )
 
 
@@ -254,10 +265,14 @@ def make_w2(ops: int = 1000, composite: bool = False) -> Workload:
             else:
                 saved.append(x)
                 x = np.sin(x)
-        return saved, a
+        return saved, a, x  # x: the loss
+
+    def numpy_step(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
+        state = numpy_forward(x, a, b)
+        return (state[2], *numpy_backward(state))
 
     def numpy_backward(state: Any) -> list[np.ndarray]:
-        saved, a = state
+        saved, a, _ = state
         g = np.float64(1.0)
         ga = np.float64(0.0)
         gb = np.float64(0.0)
@@ -286,6 +301,7 @@ def make_w2(ops: int = 1000, composite: bool = False) -> Workload:
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W2 {ops} ops per-op",
+        numpy_step=numpy_step,
     )
 
 
@@ -336,6 +352,11 @@ def make_w3(
         dz = dh * (1 - h * h)
         return [x.T @ dz, dz.sum(axis=0), h.T @ dp, dp.sum(axis=0)]
 
+    def numpy_step(*arrays: np.ndarray) -> tuple[Any, ...]:
+        saved = numpy_forward(*arrays)
+        r = saved[3]
+        return (np.sum(r * r), *numpy_backward(saved))
+
     size_text = "" if default else f" {batch}x{features}x{hidden}x{outputs}"
     recording = "composite" if composite else "per-op"
     return Workload(
@@ -353,6 +374,7 @@ def make_w3(
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W3 {short}{size_text}",
+        numpy_step=numpy_step,
     )
 
 
@@ -384,6 +406,12 @@ def make_w4(rows: int = 2000, cols: int | None = None, composite: bool = False) 
         da = 2.0 * e * e  # d exp(d)**2 / dd = 2 exp(d)**2
         return [da, -da.sum(axis=0)]
 
+    def numpy_step(a: np.ndarray, v: np.ndarray) -> tuple[Any, ...]:
+        e = np.exp(a - v[None, :])
+        squares = e * e
+        da = 2.0 * squares
+        return np.sum(squares), da, -da.sum(axis=0)
+
     recording = "composite" if composite else "per-op"
     return Workload(
         key=f"W4 {rows}x{width}{' composite' if composite else ''}",
@@ -399,6 +427,7 @@ def make_w4(rows: int = 2000, cols: int | None = None, composite: bool = False) 
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W4 {rows}x{width}",
+        numpy_step=numpy_step,
     )
 
 

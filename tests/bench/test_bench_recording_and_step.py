@@ -1,5 +1,5 @@
-"""``tidu-compile bench --workload recording``: every chain is checked against numpy's
-value and the table reports microseconds per op (no speed assertions)."""
+"""``tidu-compile bench --workload recording`` and ``--workload step``: every result is
+checked against numpy's and the tables report times (no speed assertions)."""
 
 from __future__ import annotations
 
@@ -31,3 +31,17 @@ def test_the_tidu_chain_is_recorded_op_by_op() -> None:
     timed as if recording were free)."""
     call = recording._calls(4)["tidu_compile"]
     assert call() == pytest.approx(recording._calls(4)["numpy 0-d"](), rel=1e-15)
+
+
+def test_step_bench_runs_checks_and_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "step.json"
+    args = argparse.Namespace(kernels=False, hvp=False, workload="step", quick=True,
+                              json=str(out))  # fmt: skip
+    assert main.command(args) == 0
+    document = json.loads(out.read_text())
+    names = [row["name"] for row in document["rows"]]
+    assert names[:3] == ["numpy by hand", "tidu @tc.function", "tidu value_and_grad"]
+    assert all(row["relative_error"] <= 1e-9 and row["seconds"] > 0 for row in document["rows"])
+    assert "value_and_grad" in capsys.readouterr().out
