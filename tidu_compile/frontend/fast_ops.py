@@ -21,6 +21,8 @@ tape nodes and saved data.
 
 from __future__ import annotations
 
+import operator
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -34,15 +36,25 @@ from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
 
 __all__ = ["SPECS", "Spec", "binary", "binary_operator", "unary", "unary_operator"]
 
-Spec = tuple[np.ufunc, RecordedGraph, frozenset[np.dtype]]
-"""Per op class: its ufunc, its one-op recorded graph, the dtypes it allows."""
+Spec = tuple[np.ufunc, RecordedGraph, frozenset[np.dtype], Callable[[Any, Any], Any] | None]
+"""Per op class: its ufunc, its one-op recorded graph, the dtypes it allows, and Python's
+operator for it on floats (``operator.mul`` for ``Mul``; None for ops without one)."""
 
 _new = object.__new__
 _empty = np.empty
 _eager_key = EagerKey
 _set_input_key = Input.__dict__["key"].__set__
 _set_input_hash = Input.__dict__["_hash"].__set__
+_array = np.array
 _MAX_EXACT_INT = 1 << 53
+_F64 = np.dtype(np.float64)
+_NORMAL_MIN = sys.float_info.min  # the smallest positive normal float64
+_FINITE_MAX = sys.float_info.max
+#: The ops whose float64 result Python's float arithmetic gives bit for bit (IEEE 754
+#: correctly rounded ``+ - * /``, as numpy's loops).
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "Add": operator.add, "Sub": operator.sub, "Mul": operator.mul, "Div": operator.truediv,
+}  # fmt: skip
 
 
 def _specs() -> dict[type[TensorOp], Spec]:
@@ -63,7 +75,8 @@ def _specs() -> dict[type[TensorOp], Spec]:
             except TypeError:  # an op with parameters
                 continue
             dtypes = frozenset(np.dtype(d) for d in op.allowed_dtypes)
-            specs[op] = (op.numpy_fn, recorded_graph_for(instance), dtypes)  # type: ignore[assignment]
+            specs[op] = (op.numpy_fn, recorded_graph_for(instance), dtypes,  # type: ignore[assignment]
+                         _OPERATORS.get(op.__name__))  # fmt: skip
     return specs
 
 
@@ -109,27 +122,41 @@ def _recorded(
     return tensor
 
 
-def _result(ufunc: Callable[..., Any], *operands: Any) -> np.ndarray:
-    out = ufunc(*operands)
-    if type(out) is not np.ndarray:  # a 0-d result comes back as a numpy scalar
-        out = np.asarray(out)
-    out.setflags(False)  # positional: a third of the cost of write=False
-    return out  # type: ignore[no-any-return]
+def _float64(spec: Spec, x: float, y: float) -> np.ndarray:
+    """``op(x, y)`` for two float64 values as a 0-d array (writable: the caller freezes
+    it). Python's float arithmetic when its result is a normal number: IEEE 754 rounds it
+    as numpy's loop does, and raises no floating-point exception numpy would report
+    (overflow, division by zero and invalid give inf or nan, underflow a subnormal or
+    zero). Else, and for ops without a Python operator, the ufunc on the two Python
+    floats (numpy's float64 loop, its warnings and ``errstate``), ~3x the cost."""
+    python = spec[3]
+    if python is not None:
+        try:
+            r = python(x, y)
+        except ZeroDivisionError:
+            r = 0.0
+        if _NORMAL_MIN < r <= _FINITE_MAX or -_FINITE_MAX <= r < -_NORMAL_MIN:
+            return _array(r)
+    return _array(spec[0](x, y))
 
 
 def unary(spec: Spec, x: Any) -> Tensor | None:
     """``op(x)`` for a float or complex tensor ``x``, or None (the general path)."""
     if type(x) is not Tensor:
         return None
-    ufunc, graph, dtypes = spec
+    ufunc, graph, dtypes, _ = spec
     data = x._data
     if data.dtype not in dtypes:
         return None
     state = THREAD_STATE
     if state.capture is not None:
         return None
-    # A 0-d result would come back as a numpy scalar: ask for an array.
-    out = ufunc(data) if data.ndim else ufunc(data, out=_empty((), data.dtype))
+    if data.ndim:
+        out = ufunc(data)
+    elif data.dtype is _F64:  # numpy's loop on a Python float: ~1/3 of a 0-d array's cost
+        out = _array(ufunc(float(data)))
+    else:  # a 0-d result would come back as a numpy scalar: ask for an array
+        out = ufunc(data, out=_empty((), data.dtype))
     out.setflags(False)  # positional: a third of the cost of write=False
     if not (x._requires_grad and state.grad_enabled):
         return _plain(out)
@@ -149,8 +176,8 @@ def binary(spec: Spec, a: Any, b: Any) -> Tensor | None:
 
 
 def _tensors(spec: Spec, a: Tensor, b: Tensor) -> Tensor | None:
-    """``op(a, b)`` for two tensors (the hot path: ``_result`` inlined)."""
-    ufunc, graph, dtypes = spec
+    """``op(a, b)`` for two tensors (the hot path: the ufunc call inlined)."""
+    ufunc, graph, dtypes, _ = spec
     da, db = a._data, b._data
     dtype = da.dtype
     if db.dtype is not dtype or dtype not in dtypes or da.shape != db.shape:
@@ -158,8 +185,12 @@ def _tensors(spec: Spec, a: Tensor, b: Tensor) -> Tensor | None:
     state = THREAD_STATE
     if state.capture is not None:
         return None
-    # A 0-d result would come back as a numpy scalar: ask for an array.
-    out = ufunc(da, db) if da.ndim else ufunc(da, db, out=_empty((), dtype))
+    if da.ndim:
+        out = ufunc(da, db)
+    elif dtype is _F64:
+        out = _float64(spec, float(da), float(db))
+    else:  # a 0-d result would come back as a numpy scalar: ask for an array
+        out = ufunc(da, db, out=_empty((), dtype))
     out.setflags(False)  # positional: a third of the cost of write=False
     ra, rb = a._requires_grad, b._requires_grad
     if not ((ra or rb) and state.grad_enabled):
@@ -202,15 +233,22 @@ def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor 
             return None
     elif kind is not complex or dtype.kind != "c":
         return None
-    ufunc, graph, dtypes = spec
+    ufunc, graph, dtypes, _ = spec
     if dtype not in dtypes:
         return None
     state = THREAD_STATE
     if state.capture is not None:
         return None
-    out = _result(ufunc, number, data) if reflected else _result(ufunc, data, number)
-    if out.dtype is not dtype:
-        return None
+    if dtype is _F64 and not data.ndim:
+        x = float(data)
+        out = _float64(spec, number, x) if reflected else _float64(spec, x, number)
+    else:
+        out = ufunc(number, data) if reflected else ufunc(data, number)
+        if type(out) is not np.ndarray:  # a 0-d result comes back as a numpy scalar
+            out = np.asarray(out)
+        if out.dtype is not dtype:
+            return None
+    out.setflags(False)  # positional: a third of the cost of write=False
     if not (t._requires_grad and state.grad_enabled):
         return _plain(out)
     constant = _new(_Number)
