@@ -18,6 +18,7 @@ operands themselves: a scalar primitive set with float operands works as well as
 from __future__ import annotations
 
 import itertools
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -234,11 +235,12 @@ class Trace:
     A node recorded by ``frontend.fast_ops`` keeps ``(*sources, *outputs)`` instead: its
     input tensors (objects with ``_key``, ``_trace``, ``_requires_grad`` and ``_data``)
     and output data, and builds ``inputs`` and ``saved_values`` when they are first read
-    (by a backward pass: most recorded nodes never are).
+    (by a backward pass: most recorded nodes never are). Its one output key is drawn from
+    the recorder's ``KeySource`` when first read too (``output_keys``).
     """
 
     __slots__ = (
-        "graph", "_inputs", "needed_inputs", "output_keys", "_saved", "_data", "upstream",
+        "graph", "_inputs", "needed_inputs", "_output_keys", "_saved", "_data", "upstream",
         "__weakref__",
     )  # fmt: skip
 
@@ -251,7 +253,8 @@ class Trace:
     ) -> None:
         self.graph = graph
         self._inputs: tuple[_Edge, ...] | None = inputs
-        self.output_keys = output_keys
+        #: The output keys, or (``fast_ops``) the ``KeySource`` to draw the one key from.
+        self._output_keys: tuple[ValueKey, ...] | KeySource = output_keys
         self._saved: dict[ValueKey, Any] | None = saved_values
         self._data: tuple[Any, ...] | None = None
         needed = tuple(edge.requires_grad for edge in inputs)
@@ -260,6 +263,18 @@ class Trace:
         #: The nodes this one depends on, consumers first (``backward``'s visiting order
         #: after this node), computed on the first backward from it: the tape is immutable.
         self.upstream: tuple[Trace, ...] | None = None
+
+    @property
+    def output_keys(self) -> tuple[ValueKey, ...]:
+        """The tape keys of the outputs (one per graph output), each made once."""
+        keys = self._output_keys
+        if type(keys) is tuple:
+            return keys
+        with _KEY_LOCK:  # two threads reading it first must agree on one key
+            keys = self._output_keys
+            if type(keys) is not tuple:
+                keys = self._output_keys = (Input(keys.fresh_input_key()),)  # type: ignore[union-attr]
+        return keys  # type: ignore[return-value]
 
     @property
     def inputs(self) -> tuple[_Edge, ...]:
@@ -287,6 +302,9 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"Trace({self.graph!r})"
+
+
+_KEY_LOCK = threading.Lock()
 
 
 class Recorder:

@@ -8,9 +8,12 @@ op, ~80 numpy 0-d ops. For the common case this module does only what the call n
 * operands: float or complex tensors of one dtype and one shape, or a tensor and a
   Python number (numpy's weak scalars keep the tensor's dtype), outside ``@tc.function``
   traces: nothing to promote or broadcast, and the elementwise type rule holds;
-* the op's ufunc on the data (what ``Elementwise.evaluate`` calls);
+* the op's ufunc on the data (what ``Elementwise.evaluate`` calls); on 0-d float64
+  data, Python's float arithmetic or the ufunc on Python floats (``_float64``: the same
+  bits and warnings at a third of the cost of a ufunc on 0-d arrays);
 * per op class, once: the recorded one-op graph and the dtypes the op allows (``SPECS``);
-* keys: ``EagerKey`` ints, their ``Input`` value keys made without ``__init__``;
+* keys: none at recording; the node's ``Input(EagerKey(n))`` is drawn when first read
+  (``Trace.output_keys``, ``Tensor._key``: by a backward pass or the general path);
 * edges and saved data: the node keeps its input tensors and output data, and builds
   ``Trace.inputs`` and ``Trace.saved_values`` from them when a backward first reads
   them; the constant operand of ``x * 2.0`` is made only then (``_Number``).
@@ -28,10 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from tidu_compile.eager import CountingKeySource, EagerKey, RecordedGraph, Trace
+from tidu_compile.eager import RecordedGraph, Trace
 from tidu_compile.frontend.state import RECORDER, THREAD_STATE
 from tidu_compile.frontend.tensor import _NO_KEY, Tensor, recorded_graph_for
-from tidu_compile.graph import Input
 from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
 
 __all__ = ["SPECS", "Spec", "binary", "binary_operator", "unary", "unary_operator"]
@@ -42,9 +44,6 @@ operator for it on floats (``operator.mul`` for ``Mul``; None for ops without on
 
 _new = object.__new__
 _empty = np.empty
-_eager_key = EagerKey
-_set_input_key = Input.__dict__["key"].__set__
-_set_input_hash = Input.__dict__["_hash"].__set__
 _array = np.array
 _MAX_EXACT_INT = 1 << 53
 _F64 = np.dtype(np.float64)
@@ -89,7 +88,7 @@ def _plain(out: np.ndarray) -> Tensor:
     tensor._data = out
     tensor._requires_grad = False
     tensor.grad = None
-    tensor._key = _NO_KEY
+    tensor._tape_key = _NO_KEY
     tensor._trace = None
     return tensor
 
@@ -98,17 +97,12 @@ def _recorded(
     graph: RecordedGraph, data: tuple[Any, ...], out: np.ndarray, needed: tuple[bool, ...] | None
 ) -> Tensor:
     """The output tensor of a new one-op tape node (``Recorder.record_graph``'s node);
-    ``data``: the input tensors (sources of the node's edges and saved data) and ``out``."""
-    source = RECORDER.key_source
-    raw = (_eager_key(next(source._counter)) if type(source) is CountingKeySource
-           else source.fresh_input_key())  # fmt: skip
-    key = _new(Input)
-    _set_input_key(key, raw)
-    _set_input_hash(key, hash(("Input", raw)))
+    ``data``: the input tensors (sources of the node's edges and saved data) and ``out``.
+    The node's key is drawn from the recorder's key source when first read."""
     trace = _new(Trace)
     trace.graph = graph
     trace._inputs = None
-    trace.output_keys = (key,)
+    trace._output_keys = RECORDER.key_source
     trace._saved = None
     trace._data = data
     trace.needed_inputs = needed
@@ -117,7 +111,7 @@ def _recorded(
     tensor._data = out
     tensor._requires_grad = True
     tensor.grad = None
-    tensor._key = key
+    tensor._tape_key = None
     tensor._trace = trace
     return tensor
 

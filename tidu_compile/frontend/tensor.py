@@ -79,7 +79,7 @@ class Tensor:
     (``frontend.dispatch``); they never drop the gradient.
     """
 
-    __slots__ = ("_data", "_requires_grad", "grad", "_key", "_trace", "__weakref__")
+    __slots__ = ("_data", "_requires_grad", "grad", "_tape_key", "_trace", "__weakref__")
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
     def __init__(
@@ -92,8 +92,17 @@ class Tensor:
         self._data = _readonly(data)
         self._requires_grad = requires_grad
         self.grad: np.ndarray | None = None
-        self._key = key
+        self._tape_key: ValueKey | None = key
         self._trace = trace
+
+    @property
+    def _key(self) -> ValueKey:
+        """The tape key of this value (``_NO_KEY`` for a constant). A tensor recorded by
+        ``fast_ops`` has None until first read: its node's output key, made then."""
+        key = self._tape_key
+        if key is None:
+            key = self._tape_key = self._trace.output_keys[0]  # type: ignore[union-attr]
+        return key
 
     #: Whether gradients flow to this tensor; read-only (see ``detach``).
     requires_grad = property(operator.attrgetter("_requires_grad"), _refuse_requires_grad)
