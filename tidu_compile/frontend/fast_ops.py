@@ -233,6 +233,7 @@ def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor 
     state = THREAD_STATE
     if state.capture is not None:
         return None
+    out: Any
     if dtype is _F64 and not data.ndim:
         x = float(data)
         out = _float64(spec, number, x) if reflected else _float64(spec, x, number)
@@ -251,6 +252,7 @@ def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor 
     if reflected:
         return _recorded(graph, (constant, t, out), out, (False, True))
     return _recorded(graph, (t, constant, out), out, (True, False))
+
 
 def _general(function: str) -> Callable[..., Tensor]:
     from tidu_compile import frontend
