@@ -135,6 +135,13 @@ def test_a_node_draws_its_key_once_when_first_read() -> None:
     assert node is not None and node.inputs[0].key is z._key
 
 
+def _read_keys(slot: int, ys: list[Tensor], barrier: threading.Barrier, seen: list[Any]) -> None:
+    """Read the keys of ``ys`` (forward or backward, by the tensor or by its node)."""
+    barrier.wait()
+    for y in ys if slot % 2 else reversed(ys):
+        seen.append(y._key if slot < 2 else y._trace.output_keys[0])  # type: ignore[union-attr]
+
+
 def test_readers_in_threads_agree_on_the_key() -> None:
     x = tc.tensor(np.array(0.5), requires_grad=True)
     for _ in range(20):
@@ -142,12 +149,8 @@ def test_readers_in_threads_agree_on_the_key() -> None:
         barrier = threading.Barrier(4)
         seen: list[list[Any]] = [[] for _ in range(4)]
 
-        def read(slot: int, ys: list[Tensor] = ys) -> None:
-            barrier.wait()
-            for y in ys if slot % 2 else reversed(ys):
-                seen[slot].append(y._key if slot < 2 else y._trace.output_keys[0])  # type: ignore[union-attr]
-
-        threads = [threading.Thread(target=read, args=(i,)) for i in range(4)]
+        threads = [threading.Thread(target=_read_keys, args=(i, ys, barrier, seen[i]))
+                   for i in range(4)]  # fmt: skip
         for thread in threads:
             thread.start()
         for thread in threads:
