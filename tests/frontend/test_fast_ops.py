@@ -63,7 +63,7 @@ def test_binary_ops_record_what_the_general_path_records(op: Any, dtype: str) ->
     spec = fast_ops.SPECS[op]
     if np.dtype(dtype) not in spec[2]:
         x = tc.tensor(_data(dtype, (3,), 0), requires_grad=True)
-        assert fast_ops.binary(spec, x, x) is None  # the general path raises its error
+        assert fast_ops.binary(op, x, x) is None  # the general path raises its error
         return
     for shape in [(), (2, 3)]:
         x = tc.tensor(_data(dtype, shape, 1), requires_grad=True)
@@ -71,28 +71,27 @@ def test_binary_ops_record_what_the_general_path_records(op: Any, dtype: str) ->
         c = tc.tensor(_data(dtype, shape, 3))  # no gradient
         number = 0.75 if np.dtype(dtype).kind == "f" else 0.5 - 0.25j
         for a, b in [(x, y), (x, c), (c, y), (x, number), (number, y), (x, 3)]:
-            fast = fast_ops.binary(spec, a, b)
+            fast = fast_ops.binary(op, a, b)
             assert fast is not None, (a, b)
             _same_node(fast, _general(op, a, b))
-        assert fast_ops.binary(spec, c, c)._trace is None  # type: ignore[union-attr]
+        assert fast_ops.binary(op, c, c)._trace is None  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "complex128"])
 @pytest.mark.parametrize("op", UNARY, ids=lambda op: op.__name__)
 def test_unary_ops_record_what_the_general_path_records(op: Any, dtype: str) -> None:
-    spec = fast_ops.SPECS[op]
     x = tc.tensor(_data(dtype, (4,), 5), requires_grad=True)
-    if np.dtype(dtype) not in spec[2]:
-        assert fast_ops.unary(spec, x) is None
+    if np.dtype(dtype) not in fast_ops.SPECS[op][2]:
+        assert fast_ops.unary(op, x) is None
         return
     with np.errstate(all="ignore"):
-        fast = fast_ops.unary(spec, x)
+        fast = fast_ops.unary(op, x)
         assert fast is not None
         _same_node(fast, apply_op(op(), [x])[0])
 
 
 def test_the_general_path_keeps_everything_else() -> None:
-    spec = fast_ops.SPECS[ops.Mul]
+    op = ops.Mul
     x = tc.tensor(np.ones(3), requires_grad=True)
     others: list[Any] = [
         tc.tensor(np.ones((2, 3))),  # broadcasting
@@ -105,15 +104,15 @@ def test_the_general_path_keeps_everything_else() -> None:
         1 << 60,  # an integer beyond exact float64
     ]
     for other in others:
-        assert fast_ops.binary(spec, x, other) is None, other
-        assert fast_ops.binary(spec, other, x) is None, other
+        assert fast_ops.binary(op, x, other) is None, other
+        assert fast_ops.binary(op, other, x) is None, other
     integers = tc.tensor(np.arange(3))
-    assert fast_ops.binary(spec, integers, integers) is None
-    assert fast_ops.unary(fast_ops.SPECS[ops.Exp], integers) is None
+    assert fast_ops.binary(op, integers, integers) is None
+    assert fast_ops.unary(ops.Exp, integers) is None
 
     @tc.function
     def traced(a: tc.Tensor) -> tc.Tensor:
-        assert fast_ops.binary(spec, a, a) is None  # traced ops go to the capture
+        assert fast_ops.binary(op, a, a) is None  # traced ops go to the capture
         return tc.sum(a * a)
 
     traced(x)

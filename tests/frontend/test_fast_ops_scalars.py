@@ -60,7 +60,6 @@ def _outcome(call: Callable[[], Tensor], errstate: str) -> tuple[Any, ...]:
 @pytest.mark.parametrize("errstate", ERRSTATES)
 @pytest.mark.parametrize("op", BINARY, ids=lambda op: op.__name__)
 def test_float64_scalars_give_the_ufuncs_bits_and_warnings(op: Any, errstate: str) -> None:
-    spec = fast_ops.SPECS[op]
     for u, v in PAIRS:
         x = tc.tensor(np.float64(u), requires_grad=True)
         y = tc.tensor(np.float64(v))
@@ -68,7 +67,7 @@ def test_float64_scalars_give_the_ufuncs_bits_and_warnings(op: Any, errstate: st
         if float(v).is_integer() and abs(v) < 2**53:
             forms.append((x, int(v)))
         for a, b in forms:
-            fast = _outcome(lambda a=a, b=b: fast_ops.binary(spec, a, b), errstate)  # type: ignore[misc]
+            fast = _outcome(lambda a=a, b=b: fast_ops.binary(op, a, b), errstate)  # type: ignore[misc]
             general = _outcome(
                 lambda a=a, b=b: apply_op(op(), [_as_tensor(a), _as_tensor(b)])[0], errstate
             )
@@ -82,12 +81,11 @@ def _as_tensor(value: Any) -> Tensor:
 @pytest.mark.parametrize("errstate", ERRSTATES)
 @pytest.mark.parametrize("op", UNARY, ids=lambda op: op.__name__)
 def test_float64_scalar_functions_give_the_ufuncs_bits(op: Any, errstate: str) -> None:
-    spec = fast_ops.SPECS[op]
     values = [0.3, -0.7, 2.5, 1e-310, -0.0, 0.0, 1.0, -1.0, 800.0, -800.0, HUGE,
               np.inf, -np.inf, np.nan]  # fmt: skip
     for value in values:
         x = tc.tensor(np.float64(value), requires_grad=True)
-        fast = _outcome(lambda x=x: fast_ops.unary(spec, x), errstate)  # type: ignore[misc]
+        fast = _outcome(lambda x=x: fast_ops.unary(op, x), errstate)  # type: ignore[misc]
         general = _outcome(lambda x=x: apply_op(op(), [x])[0], errstate)
         assert fast == general, (op.__name__, value)
 
@@ -192,3 +190,40 @@ def test_mul_by_zero_and_overflow_keep_numpys_signs_and_infinities() -> None:
     with pytest.raises(FloatingPointError), np.errstate(over="raise"):
         big + big  # noqa: B018 - the operator's error
     assert ops.Mul in fast_ops.SPECS and fast_ops.SPECS[ops.Mul][3] is not None
+
+
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_operators_and_functions_take_the_fast_path_and_record_the_general_node(
+    shape: tuple[int, ...],
+) -> None:
+    x = tc.tensor(np.full(shape, 0.75), requires_grad=True)
+    y = tc.tensor(np.full(shape, 1.25), requires_grad=True)
+    general = {
+        ops.Mul: lambda a, b: apply_op(ops.Mul(), [_as(a, x), _as(b, x)])[0],
+        ops.Sub: lambda a, b: apply_op(ops.Sub(), [_as(a, x), _as(b, x)])[0],
+        ops.Div: lambda a, b: apply_op(ops.Div(), [_as(a, x), _as(b, x)])[0],
+    }
+    calls: list[tuple[Tensor, Tensor]] = [
+        (x * y, general[ops.Mul](x, y)), (tc.multiply(x, y), general[ops.Mul](x, y)),
+        (2.0 * x, general[ops.Mul](2.0, x)), (x - 3, general[ops.Sub](x, 3)),
+        (1.5 / x, general[ops.Div](1.5, x)), (y / x, general[ops.Div](y, x)),
+        (-x, apply_op(ops.Neg(), [x])[0]), (tc.sin(x), apply_op(ops.Sin(), [x])[0]),
+    ]  # fmt: skip
+    for fast, want in calls:
+        trace = fast._trace
+        assert trace is not None and trace._data is not None  # recorded by fast_ops
+        assert trace.graph is want._trace.graph  # type: ignore[union-attr]
+        assert fast._data.tobytes() == want._data.tobytes() and not fast._data.flags.writeable
+        assert type(fast._data) is np.ndarray and fast.shape == shape
+        assert [(e.key, e.requires_grad) for e in trace.inputs] == [
+            (e.key, e.requires_grad) for e in want._trace.inputs  # type: ignore[union-attr]
+        ]
+        assert trace.needed_inputs == want._trace.needed_inputs  # type: ignore[union-attr]
+        saved, wanted = trace.saved_values, want._trace.saved_values  # type: ignore[union-attr]
+        assert list(saved) == list(wanted)
+        for a, b in zip(saved.values(), wanted.values(), strict=True):
+            assert a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _as(value: Any, like: Tensor) -> Tensor:
+    return value if isinstance(value, Tensor) else tc.tensor(np.full(like.shape, float(value)))

@@ -39,38 +39,25 @@ def _summary(primitive: type[TensorOp]) -> str:
 
 def unary(primitive: type[TensorOp], x: Any) -> Tensor:
     """``primitive()`` applied to ``x`` as a float or complex tensor (``fast_ops`` first)."""
-    spec = SPECS.get(primitive)
-    if spec is not None:
-        fast = fast_ops.unary(spec, x)
-        if fast is not None:
-            return fast
-    return apply1(primitive(), unary_input(x))
+    fast = fast_ops.unary(primitive, x)
+    return fast if fast is not None else apply1(primitive(), unary_input(x))
 
 
 def binary(primitive: type[TensorOp], a: Any, b: Any) -> Tensor:
     """``primitive()`` applied to ``a`` and ``b``, promoted and broadcast as numpy does
     (``fast_ops`` first)."""
-    spec = SPECS.get(primitive)
-    if spec is not None:
-        fast = fast_ops.binary(spec, a, b)
-        if fast is not None:
-            return fast
-    return apply1(primitive(), *coerce(a, b))
+    fast = fast_ops.binary(primitive, a, b)
+    return fast if fast is not None else apply1(primitive(), *coerce(a, b))
 
 
 def unary_function(primitive: type[TensorOp], name: str) -> UnaryFunction:
-    """The frontend function ``name(x)`` of a unary elementwise primitive."""
+    """The frontend function ``name(x)`` of a unary elementwise primitive: ``fast_ops``'
+    path made for it, else (and for ops it does not handle) the general one."""
 
-    spec = SPECS.get(primitive)
-    fast = fast_ops.unary
-
-    def function(x: Any) -> Tensor:
-        if spec is not None:
-            out = fast(spec, x)
-            if out is not None:
-                return out
+    def general(x: Any) -> Tensor:
         return apply1(primitive(), unary_input(x))
 
+    function = fast_ops.fast_unary(primitive, general) if primitive in SPECS else general
     function.__name__ = function.__qualname__ = name
     function.__doc__ = (
         f"``{name}(x)``, elementwise as in numpy. The primitive ``{primitive.__name__}``: "
@@ -80,18 +67,13 @@ def unary_function(primitive: type[TensorOp], name: str) -> UnaryFunction:
 
 
 def binary_function(primitive: type[TensorOp], name: str) -> BinaryFunction:
-    """The frontend function ``name(a, b)`` of a binary elementwise primitive."""
+    """The frontend function ``name(a, b)`` of a binary elementwise primitive, as
+    ``unary_function``."""
 
-    spec = SPECS.get(primitive)
-    fast = fast_ops.binary
-
-    def function(a: Any, b: Any) -> Tensor:
-        if spec is not None:
-            out = fast(spec, a, b)
-            if out is not None:
-                return out
+    def general(a: Any, b: Any) -> Tensor:
         return apply1(primitive(), *coerce(a, b))
 
+    function = fast_ops.fast_binary(primitive, general) if primitive in SPECS else general
     function.__name__ = function.__qualname__ = name
     function.__doc__ = (
         f"``{name}(a, b)``, elementwise with numpy's promotion and broadcasting. The "

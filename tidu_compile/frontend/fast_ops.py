@@ -36,7 +36,7 @@ from tidu_compile.frontend.state import RECORDER, THREAD_STATE
 from tidu_compile.frontend.tensor import _NO_KEY, Tensor, recorded_graph_for
 from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
 
-__all__ = ["SPECS", "Spec", "binary", "binary_operator", "unary", "unary_operator"]
+__all__ = ["SPECS", "Spec", "binary", "fast_binary", "fast_unary", "unary"]
 
 Spec = tuple[np.ufunc, RecordedGraph, frozenset[np.dtype], Callable[[Any, Any], Any] | None]
 """Per op class: its ufunc, its one-op recorded graph, the dtypes it allows, and Python's
@@ -123,73 +123,146 @@ def _float64(spec: Spec, x: float, y: float) -> np.ndarray:
     (overflow, division by zero and invalid give inf or nan, underflow a subnormal or
     zero). Else, and for ops without a Python operator, the ufunc on the two Python
     floats (numpy's float64 loop, its warnings and ``errstate``), ~3x the cost."""
-    python = spec[3]
-    if python is not None:
-        try:
-            r = python(x, y)
-        except ZeroDivisionError:
-            r = 0.0
-        if _NORMAL_MIN < r <= _FINITE_MAX or -_FINITE_MAX <= r < -_NORMAL_MIN:
-            return _array(r)
-    return _array(spec[0](x, y))
+    ufunc, python = spec[0], spec[3]
+    if python is None:
+        return _array(ufunc(x, y))
+    try:
+        r = python(x, y)
+    except ZeroDivisionError:
+        return _array(ufunc(x, y))
+    if _NORMAL_MIN < r <= _FINITE_MAX or -_FINITE_MAX <= r < -_NORMAL_MIN:
+        return _array(r)
+    return _array(ufunc(x, y))
 
 
-def unary(spec: Spec, x: Any) -> Tensor | None:
-    """``op(x)`` for a float or complex tensor ``x``, or None (the general path)."""
-    if type(x) is not Tensor:
-        return None
-    ufunc, graph, dtypes, _ = spec
-    data = x._data
-    if data.dtype not in dtypes:
-        return None
-    state = THREAD_STATE
-    if state.capture is not None:
-        return None
-    if data.ndim:
-        out = ufunc(data)
-    elif data.dtype is _F64:  # numpy's loop on a Python float: ~1/3 of a 0-d array's cost
-        out = _array(ufunc(float(data)))
-    else:  # a 0-d result would come back as a numpy scalar: ask for an array
-        out = ufunc(data, out=_empty((), data.dtype))
-    out.setflags(False)  # positional: a third of the cost of write=False
-    if not (x._requires_grad and state.grad_enabled):
-        return _plain(out)
-    return _recorded(graph, (x, out), out, None)
+def fast_unary(op: type[TensorOp], general: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``op(x)``: the fast path for a float or complex tensor ``x`` (``op``'s ufunc, graph
+    and dtypes bound once), else ``general(x)``. Its body is the whole path, node included:
+    a Python call costs ~400 instructions, ~5% of a recorded op."""
+    ufunc, graph, dtypes, _ = SPECS[op]
+
+    def function(x: Any) -> Any:
+        if type(x) is Tensor:
+            data = x._data
+            dtype = data.dtype
+            state = THREAD_STATE
+            if dtype in dtypes and state.capture is None:
+                if data.ndim:
+                    out = ufunc(data)
+                elif dtype is _F64:  # numpy's loop on a Python float: 1/3 of a 0-d array's cost
+                    out = _array(ufunc(float(data)))
+                else:  # a 0-d result would come back as a numpy scalar: ask for an array
+                    out = ufunc(data, out=_empty((), dtype))
+                out.setflags(False)  # positional: a third of the cost of write=False
+                if not (x._requires_grad and state.grad_enabled):
+                    return _plain(out)
+                trace = _new(Trace)  # ``_recorded``, inlined
+                trace.graph = graph
+                trace._inputs = None
+                trace._output_keys = RECORDER.key_source
+                trace._saved = None
+                trace._data = (x, out)
+                trace.needed_inputs = None
+                trace.upstream = None
+                tensor = _new(Tensor)
+                tensor._data = out
+                tensor._requires_grad = True
+                tensor.grad = None
+                tensor._tape_key = None
+                tensor._trace = trace
+                return tensor
+        return general(x)
+
+    return function
 
 
-def binary(spec: Spec, a: Any, b: Any) -> Tensor | None:
-    """``op(a, b)`` for two tensors of one float or complex dtype and one shape, or a
-    tensor and a Python number; else None (the general path)."""
-    if type(a) is Tensor:
-        if type(b) is Tensor:
-            return _tensors(spec, a, b)
-        return _with_number(spec, a, b, False)
-    if type(b) is Tensor:
-        return _with_number(spec, b, a, True)
+def fast_binary(
+    op: type[TensorOp], general: Callable[[Any, Any], Any], reflected: bool = False
+) -> Callable[[Any, Any], Any]:
+    """``op(a, b)`` (``op(b, a)`` when ``reflected``, for ``__rmul__``): the fast path for
+    two tensors of one float or complex dtype and one shape (inline, as ``fast_unary``)
+    or a tensor and a Python number (``_with_number``), else ``general(a, b)``."""
+    spec = SPECS[op]
+    ufunc, graph, dtypes, python = spec
+
+    def function(a: Any, b: Any) -> Any:
+        if reflected:
+            a, b = b, a
+        if type(a) is Tensor and type(b) is Tensor:
+            da = a._data
+            db = b._data
+            dtype = da.dtype
+            state = THREAD_STATE
+            if (db.dtype is dtype and dtype in dtypes and da.shape == db.shape
+                    and state.capture is None):  # fmt: skip
+                if da.ndim:
+                    out = ufunc(da, db)
+                elif dtype is _F64:  # ``_float64``, inlined
+                    x, y = float(da), float(db)
+                    if python is None:
+                        r = ufunc(x, y)
+                    else:
+                        try:
+                            r = python(x, y)
+                        except ZeroDivisionError:
+                            r = ufunc(x, y)
+                        else:
+                            if not (_NORMAL_MIN < r <= _FINITE_MAX
+                                    or -_FINITE_MAX <= r < -_NORMAL_MIN):  # fmt: skip
+                                r = ufunc(x, y)
+                    out = _array(r)
+                else:  # a 0-d result would come back as a numpy scalar: ask for an array
+                    out = ufunc(da, db, out=_empty((), dtype))
+                out.setflags(False)
+                ra = a._requires_grad
+                rb = b._requires_grad
+                if not ((ra or rb) and state.grad_enabled):
+                    return _plain(out)
+                trace = _new(Trace)  # ``_recorded``, inlined
+                trace.graph = graph
+                trace._inputs = None
+                trace._output_keys = RECORDER.key_source
+                trace._saved = None
+                trace._data = (a, b, out)
+                trace.needed_inputs = None if ra and rb else (ra, rb)
+                trace.upstream = None
+                tensor = _new(Tensor)
+                tensor._data = out
+                tensor._requires_grad = True
+                tensor.grad = None
+                tensor._tape_key = None
+                tensor._trace = trace
+                return tensor
+        else:
+            fast = (_with_number(spec, a, b, False) if type(a) is Tensor
+                    else _with_number(spec, b, a, True) if type(b) is Tensor else None)  # fmt: skip
+            if fast is not None:
+                return fast
+        return general(a, b)
+
+    return function
+
+
+def _none(*operands: Any) -> None:
     return None
 
 
-def _tensors(spec: Spec, a: Tensor, b: Tensor) -> Tensor | None:
-    """``op(a, b)`` for two tensors (the hot path: the ufunc call inlined)."""
-    ufunc, graph, dtypes, _ = spec
-    da, db = a._data, b._data
-    dtype = da.dtype
-    if db.dtype is not dtype or dtype not in dtypes or da.shape != db.shape:
-        return None
-    state = THREAD_STATE
-    if state.capture is not None:
-        return None
-    if da.ndim:
-        out = ufunc(da, db)
-    elif dtype is _F64:
-        out = _float64(spec, float(da), float(db))
-    else:  # a 0-d result would come back as a numpy scalar: ask for an array
-        out = ufunc(da, db, out=_empty((), dtype))
-    out.setflags(False)  # positional: a third of the cost of write=False
-    ra, rb = a._requires_grad, b._requires_grad
-    if not ((ra or rb) and state.grad_enabled):
-        return _plain(out)
-    return _recorded(graph, (a, b, out), out, None if ra and rb else (ra, rb))
+#: Op class -> its fast path, None where the general path is needed (``unary``, ``binary``).
+_TRY: dict[type[TensorOp], Callable[..., Tensor | None]] = {
+    op: fast_unary(op, _none) if op.input_count == 1 else fast_binary(op, _none) for op in SPECS
+}
+
+
+def unary(op: type[TensorOp], x: Any) -> Tensor | None:
+    """``op(x)`` by the fast path, or None (the general path is needed)."""
+    fast = _TRY.get(op)
+    return None if fast is None else fast(x)
+
+
+def binary(op: type[TensorOp], a: Any, b: Any) -> Tensor | None:
+    """``op(a, b)`` by the fast path, or None (the general path is needed)."""
+    fast = _TRY.get(op)
+    return None if fast is None else fast(a, b)
 
 
 class _Number:
@@ -260,35 +333,14 @@ def _general(function: str) -> Callable[..., Tensor]:
     return getattr(frontend, function)  # type: ignore[no-any-return]
 
 
-def binary_operator(
-    op: type[TensorOp], function: str, reflected: bool = False
-) -> Callable[..., Tensor]:
-    """A ``Tensor`` operator method (``__mul__``; ``__rmul__`` when ``reflected``): the
-    fast path, else the frontend function named ``function``."""
-    spec = SPECS[op]
+def _by_name(function: str) -> Callable[..., Tensor]:
+    """The frontend function ``function`` (looked up when called: ``frontend`` imports
+    this module)."""
 
-    def method(self: Tensor, other: Any) -> Tensor:
-        if type(other) is Tensor:
-            out = _tensors(spec, self, other)
-        else:
-            out = _with_number(spec, self, other, reflected)
-        if out is not None:
-            return out
-        general = _general(function)
-        return general(other, self) if reflected else general(self, other)
+    def general(*operands: Any) -> Tensor:
+        return _general(function)(*operands)
 
-    return method
-
-
-def unary_operator(op: type[TensorOp], function: str) -> Callable[[Tensor], Tensor]:
-    """A unary ``Tensor`` operator method (``__neg__``), as ``binary_operator``."""
-    spec = SPECS[op]
-
-    def method(self: Tensor) -> Tensor:
-        out = unary(spec, self)
-        return out if out is not None else _general(function)(self)
-
-    return method
+    return general
 
 
 def _install_operators() -> None:
@@ -298,9 +350,9 @@ def _install_operators() -> None:
 
     for name, op, function in (("add", ops.Add, "add"), ("sub", ops.Sub, "subtract"),
                                ("mul", ops.Mul, "multiply"), ("truediv", ops.Div, "divide")):
-        setattr(Tensor, f"__{name}__", binary_operator(op, function))
-        setattr(Tensor, f"__r{name}__", binary_operator(op, function, reflected=True))
-    Tensor.__neg__ = unary_operator(ops.Neg, "negative")
+        setattr(Tensor, f"__{name}__", fast_binary(op, _by_name(function)))
+        setattr(Tensor, f"__r{name}__", fast_binary(op, _by_name(function), reflected=True))
+    Tensor.__neg__ = fast_unary(ops.Neg, _by_name("negative"))
 
 
 _install_operators()
