@@ -232,16 +232,17 @@ class Trace:
     """One tape node: a recorded graph, its input edges, output keys and saved data.
 
     ``saved_values`` maps the graph's input keys (and output and retained keys) to data.
-    A node recorded by ``frontend.fast_ops`` keeps ``(*sources, *outputs)`` instead: its
-    input tensors (objects with ``_key``, ``_trace``, ``_requires_grad`` and ``_data``)
-    and output data, and builds ``inputs`` and ``saved_values`` when they are first read
-    (by a backward pass: most recorded nodes never are). Its one output key is drawn from
-    the recorder's ``KeySource`` when first read too (``output_keys``).
+    A node recorded by ``frontend.fast_ops`` (one or two inputs, one output) keeps its
+    input tensors (objects with ``_key``, ``_trace``, ``_requires_grad`` and ``_data``:
+    ``_source0``, ``_source1``) and output data (``_output``) instead, and builds
+    ``inputs`` and ``saved_values`` when they are first read (by a backward pass: most
+    recorded nodes never are). Its one output key is drawn from the recorder's
+    ``KeySource`` when first read too (``output_keys``).
     """
 
     __slots__ = (
-        "graph", "_inputs", "needed_inputs", "_output_keys", "_saved", "_data", "upstream",
-        "__weakref__",
+        "graph", "_inputs", "needed_inputs", "_output_keys", "_saved", "_source0", "_source1",
+        "_output", "upstream", "__weakref__",
     )  # fmt: skip
 
     def __init__(
@@ -256,7 +257,9 @@ class Trace:
         #: The output keys, or (``fast_ops``) the ``KeySource`` to draw the one key from.
         self._output_keys: tuple[ValueKey, ...] | KeySource = output_keys
         self._saved: dict[ValueKey, Any] | None = saved_values
-        self._data: tuple[Any, ...] | None = None
+        self._source0: Any = None
+        self._source1: Any = None
+        self._output: Any = None  # not None: recorded by ``fast_ops``
         needed = tuple(edge.requires_grad for edge in inputs)
         #: Which inputs' cotangents ``backward`` reads; None when all of them.
         self.needed_inputs: tuple[bool, ...] | None = None if all(needed) else needed
@@ -281,20 +284,24 @@ class Trace:
         """One edge per graph input: its tape key, producing node, ``requires_grad``."""
         edges = self._inputs
         if edges is None:  # recorded with its sources (``fast_ops``): build them once
-            sources = self._data[: len(self.graph.input_keys)]  # type: ignore[index]
             edges = self._inputs = tuple(
-                _Edge(s._key, s._trace, s._requires_grad) for s in sources
+                _Edge(s._key, s._trace, s._requires_grad) for s in self._sources()
             )
         return edges
+
+    def _sources(self) -> tuple[Any, ...]:
+        """The input tensors of a node recorded by ``fast_ops``."""
+        if len(self.graph.input_keys) == 1:
+            return (self._source0,)
+        return (self._source0, self._source1)
 
     @property
     def saved_values(self) -> dict[ValueKey, Any]:
         """The saved data by the recorded graph's keys (inputs, outputs, retained)."""
         saved = self._saved
         if saved is None:  # recorded with its sources (``fast_ops``): build it once
-            graph, data = self.graph, self._data
-            count = len(graph.input_keys)
-            values = [s._data for s in data[:count]] + list(data[count:])  # type: ignore[index]
+            graph = self.graph
+            values = [*(s._data for s in self._sources()), self._output]
             saved = self._saved = dict(
                 zip((*graph.input_value_keys, *graph.output_keys), values, strict=True)
             )

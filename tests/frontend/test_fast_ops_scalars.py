@@ -211,7 +211,7 @@ def test_operators_and_functions_take_the_fast_path_and_record_the_general_node(
     ]  # fmt: skip
     for fast, want in calls:
         trace = fast._trace
-        assert trace is not None and trace._data is not None  # recorded by fast_ops
+        assert trace is not None and trace._output is not None  # recorded by fast_ops
         assert trace.graph is want._trace.graph  # type: ignore[union-attr]
         assert fast._data.tobytes() == want._data.tobytes() and not fast._data.flags.writeable
         assert type(fast._data) is np.ndarray and fast.shape == shape

@@ -94,17 +94,19 @@ def _plain(out: np.ndarray) -> Tensor:
 
 
 def _recorded(
-    graph: RecordedGraph, data: tuple[Any, ...], out: np.ndarray, needed: tuple[bool, ...] | None
+    graph: RecordedGraph, a: Any, b: Any, out: np.ndarray, needed: tuple[bool, ...] | None
 ) -> Tensor:
-    """The output tensor of a new one-op tape node (``Recorder.record_graph``'s node);
-    ``data``: the input tensors (sources of the node's edges and saved data) and ``out``.
-    The node's key is drawn from the recorder's key source when first read."""
+    """The output tensor of a new tape node of a binary op (``Recorder.record_graph``'s
+    node): ``a`` and ``b`` are its sources (of its edges and saved data), ``out`` its
+    output data. Its key is drawn from the recorder's key source when first read."""
     trace = _new(Trace)
     trace.graph = graph
     trace._inputs = None
     trace._output_keys = RECORDER.key_source
     trace._saved = None
-    trace._data = data
+    trace._source0 = a
+    trace._source1 = b
+    trace._output = out
     trace.needed_inputs = needed
     trace.upstream = None
     tensor = _new(Tensor)
@@ -161,7 +163,9 @@ def fast_unary(op: type[TensorOp], general: Callable[[Any], Any]) -> Callable[[A
                 trace._inputs = None
                 trace._output_keys = RECORDER.key_source
                 trace._saved = None
-                trace._data = (x, out)
+                trace._source0 = x
+                trace._source1 = None
+                trace._output = out
                 trace.needed_inputs = None
                 trace.upstream = None
                 tensor = _new(Tensor)
@@ -223,7 +227,9 @@ def fast_binary(
                 trace._inputs = None
                 trace._output_keys = RECORDER.key_source
                 trace._saved = None
-                trace._data = (a, b, out)
+                trace._source0 = a
+                trace._source1 = b
+                trace._output = out
                 trace.needed_inputs = None if ra and rb else (ra, rb)
                 trace.upstream = None
                 tensor = _new(Tensor)
@@ -323,8 +329,8 @@ def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor 
     constant.number = number
     constant.like = out
     if reflected:
-        return _recorded(graph, (constant, t, out), out, (False, True))
-    return _recorded(graph, (t, constant, out), out, (True, False))
+        return _recorded(graph, constant, t, out, (False, True))
+    return _recorded(graph, t, constant, out, (True, False))
 
 
 def _general(function: str) -> Callable[..., Tensor]:
