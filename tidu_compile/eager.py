@@ -18,6 +18,7 @@ operands themselves: a scalar primitive set with float operands works as well as
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
@@ -312,6 +313,16 @@ class Trace:
 
 
 _KEY_LOCK = threading.Lock()
+
+
+def _renew_key_lock() -> None:
+    """After ``fork``: a thread of the parent may have held the lock (it has no thread
+    in the child to release it)."""
+    global _KEY_LOCK
+    _KEY_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_renew_key_lock)
 
 
 class Recorder:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.eager import RecordedGraph, Trace
-from tidu_compile.frontend.state import RECORDER, THREAD_STATE
+from tidu_compile.frontend.state import RECORDER, SPECIAL_THREADS, THREAD_STATE
 from tidu_compile.frontend.tensor import _NO_KEY, Tensor, recorded_graph_for
 from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
 
@@ -43,6 +43,9 @@ Spec = tuple[np.ufunc, RecordedGraph, frozenset[np.dtype], Callable[[Any, Any], 
 operator for it on floats (``operator.mul`` for ``Mul``; None for ops without one)."""
 
 _new = object.__new__
+#: Read first: while no thread records other than by default (``state.SPECIAL_THREADS``),
+#: no thread-local read (``THREAD_STATE.capture``, ``.grad_enabled``) is needed.
+_special = SPECIAL_THREADS
 _empty = np.empty
 _array = np.array
 _MAX_EXACT_INT = 1 << 53
@@ -147,8 +150,7 @@ def fast_unary(op: type[TensorOp], general: Callable[[Any], Any]) -> Callable[[A
         if type(x) is Tensor:
             data = x._data
             dtype = data.dtype
-            state = THREAD_STATE
-            if dtype in dtypes and state.capture is None:
+            if dtype in dtypes and (not _special[0] or THREAD_STATE.capture is None):
                 if data.ndim:
                     out = ufunc(data)
                 elif dtype is _F64:  # numpy's loop on a Python float: 1/3 of a 0-d array's cost
@@ -156,7 +158,7 @@ def fast_unary(op: type[TensorOp], general: Callable[[Any], Any]) -> Callable[[A
                 else:  # a 0-d result would come back as a numpy scalar: ask for an array
                     out = ufunc(data, out=_empty((), dtype))
                 out.setflags(False)  # positional: a third of the cost of write=False
-                if not (x._requires_grad and state.grad_enabled):
+                if not (x._requires_grad and (not _special[0] or THREAD_STATE.grad_enabled)):
                     return _plain(out)
                 trace = _new(Trace)  # ``_recorded``, inlined
                 trace.graph = graph
@@ -196,9 +198,8 @@ def fast_binary(
             da = a._data
             db = b._data
             dtype = da.dtype
-            state = THREAD_STATE
             if (db.dtype is dtype and dtype in dtypes and da.shape == db.shape
-                    and state.capture is None):  # fmt: skip
+                    and (not _special[0] or THREAD_STATE.capture is None)):  # fmt: skip
                 if da.ndim:
                     out = ufunc(da, db)
                 elif dtype is _F64:  # ``_float64``, inlined
@@ -220,7 +221,7 @@ def fast_binary(
                 out.setflags(False)
                 ra = a._requires_grad
                 rb = b._requires_grad
-                if not ((ra or rb) and state.grad_enabled):
+                if not ((ra or rb) and (not _special[0] or THREAD_STATE.grad_enabled)):
                     return _plain(out)
                 trace = _new(Trace)  # ``_recorded``, inlined
                 trace.graph = graph
@@ -309,8 +310,7 @@ def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor 
     ufunc, graph, dtypes, _ = spec
     if dtype not in dtypes:
         return None
-    state = THREAD_STATE
-    if state.capture is not None:
+    if _special[0] and THREAD_STATE.capture is not None:
         return None
     out: Any
     if dtype is _F64 and not data.ndim:
@@ -323,7 +323,7 @@ def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor 
         if out.dtype is not dtype:
             return None
     out.setflags(False)  # positional: a third of the cost of write=False
-    if not (t._requires_grad and state.grad_enabled):
+    if not (t._requires_grad and (not _special[0] or THREAD_STATE.grad_enabled)):
         return _plain(out)
     constant = _new(_Number)
     constant.number = number
