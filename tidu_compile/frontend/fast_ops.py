@@ -52,6 +52,7 @@ _MAX_EXACT_INT = 1 << 53
 _F64 = np.dtype(np.float64)
 _NORMAL_MIN = sys.float_info.min  # the smallest positive normal float64
 _FINITE_MAX = sys.float_info.max
+_NEGATIVE_MIN, _NEGATIVE_MAX = -_NORMAL_MIN, -_FINITE_MAX  # (normal negatives: in between)
 #: The ops whose float64 result Python's float arithmetic gives bit for bit (IEEE 754
 #: correctly rounded ``+ - * /``, as numpy's loops).
 _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
@@ -135,7 +136,7 @@ def _float64(spec: Spec, x: float, y: float) -> np.ndarray:
         r = python(x, y)
     except ZeroDivisionError:
         return _array(ufunc(x, y))
-    if _NORMAL_MIN < r <= _FINITE_MAX or -_FINITE_MAX <= r < -_NORMAL_MIN:
+    if _NORMAL_MIN < r <= _FINITE_MAX or _NEGATIVE_MAX <= r < _NEGATIVE_MIN:
         return _array(r)
     return _array(ufunc(x, y))
 
@@ -198,9 +199,10 @@ def fast_binary(
             da = a._data
             db = b._data
             dtype = da.dtype
-            if (db.dtype is dtype and dtype in dtypes and da.shape == db.shape
+            shape = da.shape
+            if (db.dtype is dtype and dtype in dtypes and shape == db.shape
                     and (not _special[0] or THREAD_STATE.capture is None)):  # fmt: skip
-                if da.ndim:
+                if shape:
                     out = ufunc(da, db)
                 elif dtype is _F64:  # ``_float64``, inlined
                     x, y = float(da), float(db)
@@ -213,7 +215,7 @@ def fast_binary(
                             r = ufunc(x, y)
                         else:
                             if not (_NORMAL_MIN < r <= _FINITE_MAX
-                                    or -_FINITE_MAX <= r < -_NORMAL_MIN):  # fmt: skip
+                                    or _NEGATIVE_MAX <= r < _NEGATIVE_MIN):  # fmt: skip
                                 r = ufunc(x, y)
                     out = _array(r)
                 else:  # a 0-d result would come back as a numpy scalar: ask for an array
