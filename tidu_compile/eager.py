@@ -256,7 +256,7 @@ class Trace:
         self.graph = graph
         self._inputs: tuple[_Edge, ...] | None = inputs
         #: The output keys, or (``fast_ops``) the ``KeySource`` to draw the one key from.
-        self._output_keys: tuple[ValueKey, ...] | KeySource = output_keys
+        self._output_keys: tuple[ValueKey, ...] | KeySource = tuple(output_keys)
         self._saved: dict[ValueKey, Any] | None = saved_values
         self._source0: Any = None
         self._source1: Any = None

@@ -59,6 +59,7 @@ def unary_function(primitive: type[TensorOp], name: str) -> UnaryFunction:
 
     function = fast_ops.fast_unary(primitive, general) if primitive in SPECS else general
     function.__name__ = function.__qualname__ = name
+    function.__module__ = __name__
     function.__doc__ = (
         f"``{name}(x)``, elementwise as in numpy. The primitive ``{primitive.__name__}``: "
         f"{_summary(primitive)}"
@@ -75,6 +76,7 @@ def binary_function(primitive: type[TensorOp], name: str) -> BinaryFunction:
 
     function = fast_ops.fast_binary(primitive, general) if primitive in SPECS else general
     function.__name__ = function.__qualname__ = name
+    function.__module__ = __name__
     function.__doc__ = (
         f"``{name}(a, b)``, elementwise with numpy's promotion and broadcasting. The "
         f"primitive ``{primitive.__name__}``: {_summary(primitive)}"

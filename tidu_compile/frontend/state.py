@@ -63,6 +63,7 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
 _default: BackwardExecutor | None = None
 _default_lock = threading.Lock()
 
