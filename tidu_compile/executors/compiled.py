@@ -33,9 +33,11 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, linear_transpose
+from tidu_compile.compiler.baked import NotInstantiable, instantiate
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.cache import DiskCache, MemoryCache, default_cache_dir
 from tidu_compile.compiler.fast_path import build_fast_call
+from tidu_compile.compiler.generic import Abstraction, abstract
 from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import (
     MissingSavedValue,
@@ -45,6 +47,13 @@ from tidu_compile.compiler.program import (
     needed_mask,
     node_program,
     saved_value_order,
+)
+from tidu_compile.compiler.store import (
+    PER_CLASS,
+    GenericStore,
+    Representative,
+    generic_digest,
+    representative,
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.executors.reference import ReferenceExecutor, cotangent_count_error
@@ -65,6 +74,9 @@ class ExecutorStats:
     compiles: int = 0
     memory_hits: int = 0
     disk_hits: int = 0
+    #: Plans made of the native code compiled for another program of the same shape
+    #: class (another batch size: ``compiler.store``), without compiling.
+    generic_hits: int = 0
     fallbacks: int = 0
     compile_seconds: float = 0.0
     #: Time spent reading disk hits and loading their object code (not compiling).
@@ -75,7 +87,8 @@ class ExecutorStats:
     def __str__(self) -> str:
         return (
             f"compiles={self.compiles} memory_hits={self.memory_hits} "
-            f"disk_hits={self.disk_hits} fallbacks={self.fallbacks} "
+            f"disk_hits={self.disk_hits} generic_hits={self.generic_hits} "
+            f"fallbacks={self.fallbacks} "
             f"compile_seconds={self.compile_seconds:.3f} disk_seconds={self.disk_seconds:.3f}"
         )
 
@@ -222,6 +235,8 @@ class CompiledExecutor(BackwardExecutor):
         self._entries_by_graph: dict[tuple[int, tuple[int, ...]], _NodeEntry] = {}
         self._lock = threading.RLock()
         self._reference = ReferenceExecutor()
+        #: Compiled representatives of shape classes (``compiler.store``).
+        self.generic = GenericStore()
         #: ``run_graph``'s plans by (graph structure, input types).
         self._graph_plans: dict[Hashable, Any] = {}
 
@@ -505,11 +520,17 @@ class CompiledExecutor(BackwardExecutor):
         return _Compiled(bound, sources, plan.fallback_count, nbytes, unread, needed, fast)
 
     def _load_or_compile(self, program: Any) -> tuple[Any, BoundPlan]:
-        """The artifact and bound plan of ``program``: from the disk cache when it holds
-        one made for it, else compiled (and stored). Counts disk hits and compiles."""
+        """The artifact and bound plan of ``program``: the native code of its shape
+        class when a representative serves it (``compiler.store``), else from the disk
+        cache when it holds one made for it, else compiled (and stored). Counts generic
+        and disk hits and compiles."""
         from tidu_compile.compiler import pipeline
 
         digest = pipeline.program_digest(program)
+        abstraction = abstract(program)
+        reused = self._reuse(program, digest, abstraction)
+        if reused is not None:
+            return reused
         start = time.perf_counter()
         artifact: Any = self.disk.get(digest) if self.disk is not None else None
         if artifact is not None and _fits(pipeline.artifact_matches(artifact, digest), artifact,
@@ -518,6 +539,7 @@ class CompiledExecutor(BackwardExecutor):
                 bound = pipeline.bind(artifact)
                 self.stats.disk_hits += 1
                 self.stats.disk_seconds += time.perf_counter() - start
+                self._represent(abstraction, artifact, store=False)
                 return artifact, bound
             except Exception:  # noqa: BLE001 - a damaged entry is a miss: compile it again
                 pass
@@ -533,7 +555,65 @@ class CompiledExecutor(BackwardExecutor):
             self.stats.stage_seconds[stage] = self.stats.stage_seconds.get(stage, 0.0) + seconds
         if self.disk is not None:
             self.disk.put(digest, artifact)
+        self._represent(abstraction, artifact, store=True)
         return artifact, pipeline.bind(artifact)
+
+    def _generic_digest(self, abstraction: Abstraction) -> str:
+        from tidu_compile.compiler import pipeline
+
+        return generic_digest(
+            pipeline.code_fingerprint(), pipeline.environment_fingerprint(), abstraction
+        )
+
+    def _represent(self, abstraction: Abstraction, artifact: Any, store: bool) -> None:
+        """Make ``artifact`` a representative of its class (in memory; on disk if
+        ``store``, beside the class's other representatives)."""
+        rep = representative(self._generic_digest(abstraction), artifact, abstraction)
+        self.generic.add(abstraction, rep)
+        if store and self.disk is not None and len(rep.fixed) < len(rep.binding):
+            self.disk.put(rep.digest, (*self._stored(rep.digest)[1 - PER_CLASS :], rep))
+
+    def _stored(self, key: str) -> tuple[Representative, ...]:
+        """The representatives the disk cache holds under the class digest ``key``."""
+        stored = self.disk.get(key) if self.disk is not None else None
+        if not isinstance(stored, tuple):
+            return ()
+        return tuple(r for r in stored if isinstance(r, Representative) and r.digest == key)
+
+    def _reuse(
+        self, program: Any, digest: str, abstraction: Abstraction
+    ) -> tuple[Any, BoundPlan] | None:
+        """``program``'s artifact and bound plan made of a representative of its shape
+        class (in memory, else on disk) that serves its binding, else None."""
+        from tidu_compile.compiler import pipeline
+
+        start = time.perf_counter()
+        rep = self.generic.find(abstraction)
+        from_disk = False
+        if rep is None and self.disk is not None and abstraction.binding:
+            for stored in self._stored(self._generic_digest(abstraction)):
+                if stored.serves(abstraction.binding):
+                    rep, from_disk = stored, True
+                    break
+        if rep is None:
+            return None
+        source: Any = rep.artifact
+        try:
+            plan = instantiate(source.plan, rep.binding, abstraction.binding)
+            if plan.types[: program.arg_count] != program.types[: program.arg_count]:
+                raise NotInstantiable("argument types differ")
+            artifact = pipeline.Artifact(digest, plan, source.object_code, source.symbols,
+                                         {}, source.baked)  # fmt: skip
+            bound = pipeline.bind(artifact)
+        except Exception:  # noqa: BLE001 - not instantiable, or a damaged entry: compile
+            return None
+        if from_disk:
+            self.generic.add(abstraction, rep)
+            self.stats.disk_hits += 1
+            self.stats.disk_seconds += time.perf_counter() - start
+        else:
+            self.stats.generic_hits += 1
+        return artifact, bound
 
     def _run_reference(
         self,
