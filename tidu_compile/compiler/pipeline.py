@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from types import ModuleType
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
+from tidu_compile import forksafe
 from tidu_compile.backend.array_entry import ENTRY_SUFFIX
 from tidu_compile.compiler.cache import cache_key
 from tidu_compile.compiler.generic import baked_integers
@@ -166,7 +166,7 @@ def lower_through(
     return module
 
 
-_COMPILE_LOCK = threading.Lock()  # xDSL contexts and passes are not shared across threads
+_COMPILE_LOCK = forksafe.Lock()  # xDSL contexts and passes are not shared across threads
 
 
 def compile_program(program: NodeProgram, digest: str) -> Artifact:

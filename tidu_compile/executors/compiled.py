@@ -22,7 +22,6 @@ fallbacks.
 from __future__ import annotations
 
 import os
-import threading
 import time
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -32,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile import forksafe
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, linear_transpose
 from tidu_compile.compiler.baked import NotInstantiable, instantiate
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
@@ -233,7 +233,7 @@ class CompiledExecutor(BackwardExecutor):
         self._linearizations = MemoryCache(memory_entries, self._forget_linearization)
         self._entries_by_linear: dict[int, _NodeEntry] = {}
         self._entries_by_graph: dict[tuple[int, tuple[int, ...]], _NodeEntry] = {}
-        self._lock = threading.RLock()
+        self._lock = forksafe.RLock()
         self._reference = ReferenceExecutor()
         #: Compiled representatives of shape classes (``compiler.store``).
         self.generic = GenericStore()

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tidu_compile import forksafe
 from tidu_compile.eager import BackwardExecutor, Recorder
 
 __all__ = [
@@ -32,7 +33,7 @@ class _ThreadState(threading.local):
 
 _state = _ThreadState()
 _default: BackwardExecutor | None = None
-_default_lock = threading.Lock()
+_default_lock = forksafe.Lock()
 
 
 def grad_enabled() -> bool:
