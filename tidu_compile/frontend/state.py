@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tidu_compile import forksafe
 from tidu_compile.eager import BackwardExecutor, Recorder
 
 __all__ = [
@@ -35,7 +36,7 @@ _state = _ThreadState()
 #: This thread's state, read directly by the recording fast path (``fast_ops``).
 THREAD_STATE = _state
 _default: BackwardExecutor | None = None
-_default_lock = threading.Lock()
+_default_lock = forksafe.Lock()
 
 
 def grad_enabled() -> bool:
