@@ -13,13 +13,19 @@
   kernel on another's buffers): the run ends with that test's failure, not an abort.
 * ``compiled``: one session-wide compiled executor on one session disk cache, shared
   by the op, frontend and compiler tests so a program compiles once per session.
+* Executors compile on the calling thread (``TIDU_COMPILE_BACKGROUND=0``, inherited by
+  subprocesses): tests count compiles and check native results right after a call.
+  The tests of background compilation ask for ``background=True`` themselves.
 """
 
+import os
 import sys
 from collections.abc import Generator
 from pathlib import Path
 
 import pytest
+
+os.environ["TIDU_COMPILE_BACKGROUND"] = "0"  # before any executor exists
 
 _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:

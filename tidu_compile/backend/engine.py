@@ -17,11 +17,12 @@ ownership), separate from the one used for compilation.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from typing import ClassVar, Protocol
 
 import llvmlite.binding as llvm
+
+from tidu_compile import forksafe
 
 from .elf import read_elf_symbols
 from .target import new_target_machine, vector_math_abi
@@ -59,7 +60,7 @@ class JitEngine:
     """A thread-safe MCJIT engine that only ever grows."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = forksafe.Lock()
         self._engine: llvm.ExecutionEngine | None = None
         self._defined: set[str] = set()
 
@@ -118,7 +119,7 @@ class JitEngine:
 
 
 _ENGINE: JitEngine | None = None
-_ENGINE_LOCK = threading.Lock()
+_ENGINE_LOCK = forksafe.Lock()
 
 
 def get_engine() -> JitEngine:
@@ -128,6 +129,26 @@ def get_engine() -> JitEngine:
         if _ENGINE is None:
             _ENGINE = JitEngine()
         return _ENGINE
+
+
+def _hold_llvm() -> None:
+    """Before ``fork``: wait until no thread loads object code or is inside LLVM (the
+    llvmlite FFI lock, held for one C call at a time), so the child's LLVM state and
+    the engine's symbol table are whole (see ``tidu_compile.forksafe``)."""
+    engine = _ENGINE
+    if engine is not None:
+        engine._lock.acquire()  # noqa: SLF001 - this module's engine
+    llvm.ffi.lib._lock._lock.acquire()  # noqa: SLF001 - llvmlite's own FFI lock
+
+
+def _release_llvm() -> None:
+    llvm.ffi.lib._lock._lock.release()  # noqa: SLF001
+    engine = _ENGINE
+    if engine is not None:
+        engine._lock.release()  # noqa: SLF001
+
+
+forksafe.hold_across_fork(_hold_llvm, _release_llvm)
 
 
 def load(object_code: bytes | HasObjectCode, symbol_names: Iterable[str]) -> dict[str, int]:

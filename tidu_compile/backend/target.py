@@ -16,14 +16,15 @@ disk-cache key, so code tuned for one CPU is never loaded on another.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from functools import cache
 
 import llvmlite
 import llvmlite.binding as llvm
 
-TARGET_LOCK = threading.RLock()
+from tidu_compile import forksafe
+
+TARGET_LOCK = forksafe.RLock()
 """Guards the one-time initialisation and every use of the shared target machine."""
 
 _state: dict[str, object] = {}

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from collections import OrderedDict
 from typing import Any
 
 import numpy as np
+
+from tidu_compile import forksafe
 
 __all__ = ["MIN_POOLED_BYTES", "POOL", "BufferPool", "exclusive_owner"]
 
@@ -73,7 +74,7 @@ class BufferPool:
         # size -> id -> (block, its data address), newest last
         self._idle: dict[int, dict[int, tuple[np.ndarray, int]]] = {}
         self._age: OrderedDict[int, int] = OrderedDict()  # id -> size, longest idle first
-        self._lock = threading.RLock()
+        self._lock = forksafe.RLock()
 
     def allocate(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """An uninitialized C-contiguous array of ``shape`` and ``dtype`` (native order).
@@ -142,14 +143,6 @@ def _configured_idle_bytes() -> int:
 
 #: The process-wide pool the compiled plans allocate their large outputs from.
 POOL = BufferPool(_configured_idle_bytes())
-
-
-def _after_fork_in_child() -> None:
-    """A lock another thread held at ``fork`` stays held in the child: renew it."""
-    POOL._lock = threading.RLock()  # noqa: SLF001 - the pool's own module
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def exclusive_owner(array: Any) -> object | None:

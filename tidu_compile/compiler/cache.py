@@ -15,12 +15,13 @@ import hashlib
 import os
 import pickle
 import tempfile
-import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
+
+from tidu_compile import forksafe
 
 __all__ = ["DiskCache", "MemoryCache", "cache_key", "default_cache_dir", "CACHE_ENV"]
 
@@ -79,7 +80,7 @@ class MemoryCache:
         self.puts = 0
         self._entries: OrderedDict[Hashable, Any] = OrderedDict()
         self._sizes: dict[Hashable, int] = {}
-        self._lock = threading.Lock()
+        self._lock = forksafe.Lock()
 
     def get(self, key: Hashable) -> Any | None:
         value = self._entries.get(key)  # lock-free: single dict operations are atomic

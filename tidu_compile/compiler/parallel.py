@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile import forksafe
+
 __all__ = [
     "CHUNK_WORK", "COMBINE", "PARALLEL_WORK", "ChunkedKernel", "run_chunked", "thread_count",
 ]  # fmt: skip
@@ -164,7 +166,7 @@ def _forget_workers() -> None:
     _workers_lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_workers)
+forksafe.after_fork_in_child(_forget_workers)
 
 
 def chunk_bounds(extent: int, chunks: int) -> list[int]:

@@ -19,20 +19,23 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 
+from tidu_compile import forksafe
 from tidu_compile.backend.array_entry import ENTRY_SUFFIX
 from tidu_compile.compiler.cache import cache_key
+from tidu_compile.compiler.generic import baked_integers
 from tidu_compile.compiler.plan import BoundPlan, Plan
 from tidu_compile.compiler.plan_builder import build_plan
 from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.compiler.stages import AfterPass, Stage, run_passes, stage, stages_between
+from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 
 __all__ = [
     "Artifact",
@@ -63,6 +66,10 @@ class Artifact:
     object_code: bytes | None
     symbols: tuple[str, ...]
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    #: The integers the kernels' loop nests spell out (``generic.baked_integers``):
+    #: what decides which extents of the program the code fixes (``compiler.store``;
+    #: None: unknown, all of them).
+    baked: frozenset[int] | None = None
 
 
 @functools.cache
@@ -159,7 +166,7 @@ def lower_through(
     return module
 
 
-_COMPILE_LOCK = threading.Lock()  # xDSL contexts and passes are not shared across threads
+_COMPILE_LOCK = forksafe.Lock()  # xDSL contexts and passes are not shared across threads
 
 
 def compile_program(program: NodeProgram, digest: str) -> Artifact:
@@ -176,6 +183,9 @@ def compile_program(program: NodeProgram, digest: str) -> Artifact:
             module = lower(module, step, verify_each=False)  # the tests verify each pass
             seconds[step.name] = time.perf_counter() - start
         plan = build_plan(module, program)
+        baked = baked_integers(
+            op for op in module.ops if isinstance(op, FuncOp) and KERNEL_ATTR in op.attributes
+        )
         object_code: bytes | None = None
         if plan.kernel_symbols:
             start = time.perf_counter()
@@ -185,7 +195,7 @@ def compile_program(program: NodeProgram, digest: str) -> Artifact:
             seconds.update(compiled.timings)
             object_code = compiled.object_code
     symbols = plan.kernel_symbols + tuple(s + ENTRY_SUFFIX for s in plan.kernel_symbols)
-    return Artifact(digest, plan, object_code, symbols, seconds)
+    return Artifact(digest, plan, object_code, symbols, seconds, baked)
 
 
 def bind(artifact: Artifact) -> BoundPlan:

@@ -8,7 +8,10 @@ Per node, the first call with given input types builds the node's backward progr
    keys and the active slots), never by the tape's fresh value keys;
 2. bound plans live in an in-memory LRU keyed by (structure, slots, types);
 3. artifacts (plan + object code) live on disk, keyed by the program text and the
-   compilation environment (``compiler.cache``).
+   compilation environment (``compiler.cache``); a program of a shape class compiled
+   before (another batch size) reuses its native code (``compiler.artifacts``);
+4. with ``background=True`` a node that must be compiled runs on the reference path
+   while a worker process compiles it (``compiler.background``).
 
 ``execute_forward`` computes nothing: residuals are recomputed inside the kernels from
 the saved data (or read from values the tape retained). A node some of whose inputs
@@ -22,17 +25,19 @@ fallbacks.
 from __future__ import annotations
 
 import os
-import threading
-import time
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tidu_compile import forksafe
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, linear_transpose
+from tidu_compile.compiler import background as _background
+from tidu_compile.compiler.artifacts import Artifacts, Keys
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.cache import DiskCache, MemoryCache, default_cache_dir
 from tidu_compile.compiler.fast_path import build_fast_call
@@ -41,13 +46,13 @@ from tidu_compile.compiler.program import (
     MissingSavedValue,
     UnsupportedNode,
     graph_program,
-    infer_output_types,
     needed_mask,
     node_program,
     saved_value_order,
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.executors.reference import ReferenceExecutor, cotangent_count_error
+from tidu_compile.executors.type_problem import type_problem
 from tidu_compile.graph import ValueKey
 from tidu_compile.ops.base import TensorType, type_of
 
@@ -65,7 +70,12 @@ class ExecutorStats:
     compiles: int = 0
     memory_hits: int = 0
     disk_hits: int = 0
+    #: Plans made of the native code compiled for another program of the same shape
+    #: class (another batch size: ``compiler.store``), without compiling.
+    generic_hits: int = 0
     fallbacks: int = 0
+    #: Node runs on the reference path while a background worker compiled the node.
+    background_runs: int = 0
     compile_seconds: float = 0.0
     #: Time spent reading disk hits and loading their object code (not compiling).
     disk_seconds: float = 0.0
@@ -75,7 +85,8 @@ class ExecutorStats:
     def __str__(self) -> str:
         return (
             f"compiles={self.compiles} memory_hits={self.memory_hits} "
-            f"disk_hits={self.disk_hits} fallbacks={self.fallbacks} "
+            f"disk_hits={self.disk_hits} generic_hits={self.generic_hits} "
+            f"fallbacks={self.fallbacks} background_runs={self.background_runs} "
             f"compile_seconds={self.compile_seconds:.3f} disk_seconds={self.disk_seconds:.3f}"
         )
 
@@ -115,15 +126,18 @@ class _Compiled:
     fast: Any = None
 
 
-def _fits(matches: bool, artifact: Any, program: Any) -> bool:
-    """A disk artifact made for ``program``: its plan takes the program's argument types."""
-    plan = getattr(artifact, "plan", None)
-    return (
-        matches
-        and plan is not None
-        and getattr(plan, "arg_count", None) == program.arg_count
-        and tuple(plan.types[: program.arg_count]) == program.types[: program.arg_count]
-    )
+@dataclass(frozen=True, eq=False)
+class _Pending:
+    """A node's plan being compiled by a background worker: until ``future`` is done,
+    the node runs on the reference path."""
+
+    future: futures.Future
+    generation: int  # ``background.generation()`` at submission
+    program: Any
+    keys: Keys
+    order: tuple[ValueKey, ...]
+    saved_types: tuple[TensorType | None, ...]
+    needed: tuple[bool, ...] | None
 
 
 def _plan_bytes(compiled: Any) -> int:
@@ -140,53 +154,19 @@ _REFERENCE_ONLY = object()
 _MAX_ERRORS = 100
 
 
-def _type_problem(
-    entry: _NodeEntry,
-    seed_types: tuple[TensorType, ...],
-    saved_types: tuple[TensorType | None, ...],
-) -> Exception | None:
-    """An error naming the first cotangent or saved value whose type is wrong, else None.
-
-    Checked once per new signature, before compiling: a seed of the wrong shape or dtype
-    must be the caller's error, not a failed compile (nor a silently wrong result).
-    """
-    recorded = entry.recorded
-    inputs = saved_types[: len(recorded.input_keys)]
-    if any(t is None for t in inputs):
-        return None  # compiling reports the missing values the program needs
-    try:
-        outputs = infer_output_types(recorded, inputs)  # type: ignore[arg-type]
-    except UnsupportedNode:
-        return None
-    except (TypeError, ValueError) as error:
-        kind = TypeError if isinstance(error, TypeError) else ValueError
-        return kind(f"saved data of {recorded!r} does not type-check: {error}")
-    for slot, (saved, expected) in enumerate(
-        zip(saved_types[len(inputs) : len(inputs) + len(outputs)], outputs, strict=True)
-    ):
-        if saved is not None and saved != expected:
-            return ValueError(f"saved data: output {slot} of {recorded!r} is {saved}, "
-                              f"expected {expected}")  # fmt: skip
-    active_slots: tuple[int, ...] = entry.key[1]  # type: ignore[index]
-    slots = [s for s, t in zip(active_slots, entry.linear.tangent_outputs, strict=True)
-             if t is not None]  # fmt: skip
-    for index, (slot, got) in enumerate(zip(slots, seed_types, strict=True)):
-        expected = outputs[slot]
-        if got != expected:
-            mismatch = ValueError if got.shape != expected.shape else TypeError
-            return mismatch(
-                f"cotangent_out[{index}]: the cotangent of output {slot} of {recorded!r} "
-                f"is {got}, expected {expected}"
-            )
-    return None
-
-
 class CompiledExecutor(BackwardExecutor):
     """Runs backward nodes as JIT-compiled native kernels, cached in memory and on disk.
 
     ``cache_dir``: None for the user cache directory (``$TIDU_COMPILE_CACHE_DIR``
     overrides it), a path, or False for memory only. ``forbid_compile=True`` makes any
     compilation raise ``CompileForbiddenError`` (tests use it to prove cache hits).
+
+    ``background=True`` (the default unless ``$TIDU_COMPILE_BACKGROUND`` is 0) never
+    waits on the compiler: a node whose native code is neither in memory nor on disk
+    runs on the reference path (``stats.background_runs``) while a worker process
+    compiles it (``compiler.background``), and natively from the first call after the
+    worker is done; ``wait_for_background()`` waits for the workers.
+    ``background=False`` compiles on the calling thread before running the node.
 
     The in-memory plan cache keeps at most ``memory_entries`` plans and at most
     ``memory_bytes`` bytes of them (None: no byte bound), counted as each plan's object
@@ -204,6 +184,7 @@ class CompiledExecutor(BackwardExecutor):
         memory_entries: int = 1024,
         memory_bytes: int | None = 256 << 20,
         forbid_compile: bool = False,
+        background: bool | None = None,
     ) -> None:
         if cache_dir is True or not (
             cache_dir is None or cache_dir is False or isinstance(cache_dir, str | os.PathLike)
@@ -220,8 +201,14 @@ class CompiledExecutor(BackwardExecutor):
         self._linearizations = MemoryCache(memory_entries, self._forget_linearization)
         self._entries_by_linear: dict[int, _NodeEntry] = {}
         self._entries_by_graph: dict[tuple[int, tuple[int, ...]], _NodeEntry] = {}
-        self._lock = threading.RLock()
+        self._lock = forksafe.RLock()
         self._reference = ReferenceExecutor()
+        self.artifacts = Artifacts(self.disk, self.stats)
+        self.background = _background.default_enabled() if background is None else bool(
+            background
+        )
+        #: Background compiles in flight, by program digest (one per program).
+        self._in_flight: dict[str, tuple[futures.Future, int]] = {}
         #: ``run_graph``'s plans by (graph structure, input types).
         self._graph_plans: dict[Hashable, Any] = {}
 
@@ -328,8 +315,13 @@ class CompiledExecutor(BackwardExecutor):
             compiled = self._compile(entry, signature, seeds, saved, needed)
         else:
             self.memory.touch((entry, signature))
-            if compiled is not _REFERENCE_ONLY:
+            if type(compiled) is _Compiled:
                 self.stats.memory_hits += 1
+        if type(compiled) is _Pending:
+            compiled = self._settle(entry, signature, compiled)
+            if type(compiled) is _Pending:  # its native code is not ready yet
+                self.stats.background_runs += 1
+                return self._run_reference(linear, cotangent_out, external_data, ctx, False)
         if compiled is _REFERENCE_ONLY:
             return self._run_reference(linear, cotangent_out, external_data, ctx)
         if entry.plans.get(signature) is compiled:  # not evicted at once (a byte bound)
@@ -438,18 +430,19 @@ class CompiledExecutor(BackwardExecutor):
         saved: Sequence[Any],
         needed: tuple[bool, ...] | None,
     ) -> Any:
-        """A ``_Compiled`` plan, or ``_REFERENCE_ONLY`` when the node cannot be compiled."""
+        """A ``_Compiled`` plan, a ``_Pending`` one (compiling in the background), or
+        ``_REFERENCE_ONLY`` when the node cannot be compiled."""
         with self._lock:  # single flight: one compile per key, others wait and hit
             cached = entry.plans.get(signature)
             if cached is not None:
-                if cached is not _REFERENCE_ONLY:
+                if type(cached) is _Compiled:
                     self.stats.memory_hits += 1
                 return cached
             types = (
                 tuple(type_of(s) for s in seeds),
                 tuple(None if v is None else type_of(v) for v in saved),
             )
-            problem = _type_problem(entry, *types)
+            problem = type_problem(entry, *types)
             if problem is not None:  # the caller's mistake: raise it, cache nothing
                 raise problem
             compiled = self._guarded(lambda: self._compile_locked(entry, types, needed))
@@ -484,13 +477,81 @@ class CompiledExecutor(BackwardExecutor):
         entry: _NodeEntry,
         types: tuple[tuple[TensorType, ...], tuple[TensorType | None, ...]],
         needed: tuple[bool, ...] | None,
-    ) -> _Compiled:
+    ) -> _Compiled | _Pending:
+        """The node's plan: found, or compiled here; with ``background``, a
+        ``_Pending`` while a worker compiles it."""
         seed_types, saved_types = types
         order = entry.saved_order[: len(saved_types)]  # another thread may have extended it
         program = node_program(
             entry.recorded, entry.linear, seed_types, order, saved_types, needed, entry.transposed
         )
-        artifact, bound = self._load_or_compile(program)
+        keys = Keys.of(program)
+        found = self.artifacts.load(program, keys)
+        if found is not None:
+            return self._node_plan(entry, program, order, saved_types, needed, *found)
+        if not self.background:
+            found = self._compile_here(program, keys)
+            return self._node_plan(entry, program, order, saved_types, needed, *found)
+        if self.forbid_compile:
+            self._compile_here(program, keys)  # raises
+        disk = self.disk
+        cache_dir = str(disk.directory) if disk is not None and disk.enabled else None
+        generation = _background.generation()
+        future, submitted = self._in_flight.get(keys.digest, (None, -1))
+        if future is None or submitted != generation:
+            future = _background.submit(program, keys.digest, cache_dir)
+            self._in_flight[keys.digest] = (future, generation)
+        return _Pending(future, generation, program, keys, order, saved_types, needed)
+
+    def _settle(self, entry: _NodeEntry, signature: Hashable, pending: _Pending) -> Any:
+        """``pending``'s plan once its worker is done (else ``pending`` itself): bound,
+        cached, from now on run natively. A worker that failed (or a pool that broke)
+        makes the node compile here, which reports a real compile error as usual."""
+        future = pending.future
+        stale = pending.generation != _background.generation()  # forked: never done
+        if not (future.done() or stale):
+            return pending
+        with self._lock:
+            current = entry.plans.get(signature)
+            if current is not pending:  # another thread settled it
+                return current if current is not None else pending
+            self._in_flight.pop(pending.keys.digest, None)
+            args = (entry, pending.program, pending.order, pending.saved_types, pending.needed)
+
+            def settle() -> _Compiled:
+                artifact = None if stale or future.exception() else future.result()
+                found = (
+                    self.artifacts.adopt(pending.keys, artifact)
+                    if artifact is not None
+                    else self.artifacts.load(pending.program, pending.keys)
+                    or self._compile_here(pending.program, pending.keys)
+                )
+                return self._node_plan(*args, *found)
+
+            compiled = self._guarded(settle)
+            entry.plans[signature] = compiled
+            self.memory.put((entry, signature), compiled)
+            return compiled
+
+    def wait_for_background(self, timeout: float | None = None) -> bool:
+        """Wait until the background compiles this executor started are done (True),
+        or ``timeout`` seconds pass (False). Nodes switch to native code on their next
+        call."""
+        pending = [future for future, _ in self._in_flight.values()]
+        _, not_done = futures.wait(pending, timeout=timeout)
+        return not not_done
+
+    def _node_plan(
+        self,
+        entry: _NodeEntry,
+        program: Any,
+        order: tuple[ValueKey, ...],
+        saved_types: tuple[TensorType | None, ...],
+        needed: tuple[bool, ...] | None,
+        artifact: Any,
+        bound: BoundPlan,
+    ) -> _Compiled:
+        """The executor's record of a node's bound plan, with its fast call."""
         sources = tuple((s.index, None) if s.kind == "seed" else (-1, order[s.index])
                         for s in program.arg_sources)  # fmt: skip
         plan = artifact.plan
@@ -505,35 +566,17 @@ class CompiledExecutor(BackwardExecutor):
         return _Compiled(bound, sources, plan.fallback_count, nbytes, unread, needed, fast)
 
     def _load_or_compile(self, program: Any) -> tuple[Any, BoundPlan]:
-        """The artifact and bound plan of ``program``: from the disk cache when it holds
-        one made for it, else compiled (and stored). Counts disk hits and compiles."""
-        from tidu_compile.compiler import pipeline
+        """The artifact and bound plan of ``program``: found (``compiler.artifacts``),
+        else compiled here (``CompileForbiddenError`` if ``forbid_compile``)."""
+        keys = Keys.of(program)
+        return self.artifacts.load(program, keys) or self._compile_here(program, keys)
 
-        digest = pipeline.program_digest(program)
-        start = time.perf_counter()
-        artifact: Any = self.disk.get(digest) if self.disk is not None else None
-        if artifact is not None and _fits(pipeline.artifact_matches(artifact, digest), artifact,
-                                          program):  # fmt: skip
-            try:
-                bound = pipeline.bind(artifact)
-                self.stats.disk_hits += 1
-                self.stats.disk_seconds += time.perf_counter() - start
-                return artifact, bound
-            except Exception:  # noqa: BLE001 - a damaged entry is a miss: compile it again
-                pass
+    def _compile_here(self, program: Any, keys: Keys) -> tuple[Any, BoundPlan]:
         if self.forbid_compile:
             raise CompileForbiddenError(
                 f"compiling a node is forbidden (forbid_compile=True):\n{program}"
             )
-        start = time.perf_counter()
-        artifact = pipeline.compile_program(program, digest)
-        self.stats.compile_seconds += time.perf_counter() - start
-        self.stats.compiles += 1
-        for stage, seconds in artifact.stage_seconds.items():
-            self.stats.stage_seconds[stage] = self.stats.stage_seconds.get(stage, 0.0) + seconds
-        if self.disk is not None:
-            self.disk.put(digest, artifact)
-        return artifact, pipeline.bind(artifact)
+        return self.artifacts.compile(program, keys)
 
     def _run_reference(
         self,
@@ -541,8 +584,9 @@ class CompiledExecutor(BackwardExecutor):
         cotangent_out: Sequence[Any],
         external_data: Mapping[ValueKey, Any],
         ctx: Any,
+        fallback: bool = True,
     ) -> list[Any]:
-        self.stats.fallbacks += 1
+        self.stats.fallbacks += fallback
         residuals = self._reference.execute_forward(PrimitiveGraph(linear.graph), external_data)
         return self._reference.run_transposed_linear(linear, cotangent_out, residuals, ctx)
 

@@ -31,7 +31,6 @@ argument).
 from __future__ import annotations
 
 import functools
-import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from tidu_compile import forksafe
 from tidu_compile.ad import Name
 from tidu_compile.eager import EagerInput, RecordedGraph
 from tidu_compile.frontend.composite_forward import ForwardPlan
@@ -217,7 +217,7 @@ def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
     if fn is None:
         return functools.partial(function, max_traces=max_traces)
     traces: OrderedDict[Hashable, _Traced] = OrderedDict()
-    lock = threading.Lock()
+    lock = forksafe.Lock()
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tidu_compile import forksafe
 from tidu_compile.eager import BackwardExecutor, Recorder
 
 __all__ = [
@@ -65,7 +66,7 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 _default: BackwardExecutor | None = None
-_default_lock = threading.Lock()
+_default_lock = forksafe.Lock()
 
 
 def grad_enabled() -> bool:

@@ -1,0 +1,160 @@
+"""Tiered execution: nodes run on the reference path while workers compile them.
+
+``CompiledExecutor(background=True)`` never waits on the compiler; once a worker's
+artifact arrives the node runs natively. Results are the reference's while pending
+and bit for bit those of ``background=False`` once native.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tidu_compile.tools.bench.workloads import Workload, make_w1, make_w2, make_w3, make_w4
+from tidu_compile.tools.bench.workloads_indexing import make_w5, make_w6
+
+import tidu_compile as tc
+from tidu_compile.compiler import background
+from tidu_compile.executors.compiled import CompiledExecutor
+
+pytestmark = pytest.mark.timeout(600)
+
+WORKLOADS = [
+    make_w1(300),
+    make_w1(300, composite=True),
+    make_w1(300, dtype="float32"),
+    make_w2(20),
+    make_w2(20, composite=True),
+    make_w3("float64", batch=6, features=5, hidden=4, outputs=3),
+    make_w3("float32", batch=6, features=5, hidden=4, outputs=3, composite=True),
+    make_w4(7, 5),
+    make_w4(7, 5, composite=True),
+    make_w5(rows=12, features=6, classes=4),
+    make_w5(rows=12, features=6, classes=4, composite=True),
+    make_w6(batch=3, size=4),
+    make_w6(batch=3, size=4, composite=True),
+]
+
+
+def _gradients(workload: Workload, executor: tc.BackwardExecutor, seed: int) -> list:
+    arrays = workload.make_inputs(seed)
+    tensors = [tc.tensor(a, requires_grad=i in workload.grad_inputs)
+               for i, a in enumerate(arrays)]  # fmt: skip
+    wrt = [tensors[i] for i in workload.grad_inputs]
+    return tc.grad(workload.tidu_loss(*tensors), wrt, executor=executor)
+
+
+@pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: f"{w.key} {w.recording}")
+def test_background_results_match_blocking_ones(tmp_path: Path, workload: Workload) -> None:
+    executor = CompiledExecutor(tmp_path / "bg", background=True)
+    blocking = CompiledExecutor(tmp_path / "fg", background=False)
+    rtol = 1e-5 if workload.dtype == "float32" else 1e-12
+    for seed in range(2):  # while pending: the reference path's results
+        for got, want in zip(_gradients(workload, executor, seed),
+                             _gradients(workload, blocking, seed), strict=True):  # fmt: skip
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
+    assert executor.wait_for_background(timeout=300)
+    _gradients(workload, executor, 0)  # settles: from here on native
+    runs = executor.stats.background_runs
+    for seed in range(2):
+        for got, want in zip(_gradients(workload, executor, seed),
+                             _gradients(workload, blocking, seed), strict=True):  # fmt: skip
+            np.testing.assert_array_equal(got, want)
+    assert executor.stats.background_runs == runs  # nothing ran on the reference path
+    # Programs of one shape class may all go to the workers before the first is back.
+    assert executor.stats.compiles + executor.stats.generic_hits >= blocking.stats.compiles
+    assert executor.stats.fallbacks == blocking.stats.fallbacks
+
+
+def test_a_node_switches_to_native_code(tmp_path: Path) -> None:
+    executor = CompiledExecutor(tmp_path, background=True)
+    x = tc.tensor(np.linspace(0.0, 1.0, 1000), requires_grad=True)
+
+    def step() -> np.ndarray:
+        return tc.grad(tc.sum(tc.exp(tc.sin(x)) * x), [x], executor=executor)[0]
+
+    expected = np.exp(np.sin(x.numpy())) * (np.cos(x.numpy()) * x.numpy() + 1)
+    first = step()
+    assert executor.stats.background_runs > 0 and executor.stats.memory_hits == 0
+    deadline = time.monotonic() + 300
+    while True:  # the user's loop never waits: it keeps stepping until all is native
+        assert time.monotonic() < deadline, "the nodes never switched to native code"
+        runs = executor.stats.background_runs
+        np.testing.assert_allclose(step(), expected, rtol=1e-12)
+        if executor.stats.background_runs == runs:
+            break
+        time.sleep(0.01)
+    hits = executor.stats.memory_hits
+    np.testing.assert_allclose(step(), expected, rtol=1e-12)
+    assert executor.stats.background_runs == runs and executor.stats.memory_hits > hits
+    assert executor.stats.compiles > 0
+    np.testing.assert_allclose(first, expected, rtol=1e-12)
+    # A second executor on the same disk cache finds the workers' artifacts there.
+    again = CompiledExecutor(tmp_path, background=True, forbid_compile=True)
+    tc.grad(tc.sum(tc.exp(tc.sin(x)) * x), [x], executor=again)
+    assert again.stats.disk_hits > 0 and again.stats.background_runs == 0
+
+
+def test_background_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(background.BACKGROUND_ENV, raising=False)
+    assert CompiledExecutor(False).background
+    monkeypatch.setenv(background.BACKGROUND_ENV, "0")
+    assert not CompiledExecutor(False).background
+
+
+def test_fork_while_a_background_compile_runs() -> None:
+    executor = CompiledExecutor(False, background=True)
+    x = tc.tensor(np.ones((10, 7)), requires_grad=True)
+    tc.grad(tc.sum(tc.tanh(x) * tc.exp(x)), [x], executor=executor)
+    assert executor._in_flight  # noqa: SLF001 - a worker compiles right now
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's workers are not its own; it compiles anew
+        status = 4
+        try:
+            (got,) = tc.grad(tc.sum(tc.tanh(x) * tc.exp(x)), [x], executor=executor)
+            assert executor.wait_for_background(timeout=60)
+            (got,) = tc.grad(tc.sum(tc.tanh(x) * tc.exp(x)), [x], executor=executor)
+            t = np.tanh(1.0)
+            status = 0 if np.allclose(got, (1 - t * t) * np.e + t * np.e, rtol=1e-12) else 3
+        finally:
+            os._exit(status)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child deadlocked")
+    assert executor.wait_for_background(timeout=120)
+
+
+def test_workers_exit_when_the_parent_dies(tmp_path: Path) -> None:
+    script = (
+        "import os, sys, numpy as np, tidu_compile as tc\n"
+        "from tidu_compile.compiler import background\n"
+        "from tidu_compile.executors.compiled import CompiledExecutor\n"
+        "ex = CompiledExecutor(False, background=True)\n"
+        "x = tc.tensor(np.ones(5), requires_grad=True)\n"
+        "tc.grad(tc.sum(tc.exp(x)), [x], executor=ex)\n"
+        "print(*background._pool._processes, flush=True)\n"
+        "os._exit(0)\n"  # dies without shutting the pool down
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    pids = [int(p) for p in result.stdout.split()]
+    assert pids
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{p}").exists() for p in pids):
+        assert time.monotonic() < deadline, "a worker outlived its parent"
+        time.sleep(0.1)
