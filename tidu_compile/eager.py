@@ -18,13 +18,12 @@ operands themselves: a scalar primitive set with float operands works as well as
 from __future__ import annotations
 
 import itertools
-import os
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from tidu_compile import forksafe
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, fresh_pass_id, linearize
 from tidu_compile.evaluation import evaluate_graph
 from tidu_compile.graph import (
@@ -312,17 +311,9 @@ class Trace:
         return f"Trace({self.graph!r})"
 
 
-_KEY_LOCK = threading.Lock()
-
-
-def _renew_key_lock() -> None:
-    """After ``fork``: a thread of the parent may have held the lock (it has no thread
-    in the child to release it)."""
-    global _KEY_LOCK
-    _KEY_LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_renew_key_lock)
+#: Held while a node's key is drawn (renewed after ``fork``: a thread of the parent may
+#: have held it).
+_KEY_LOCK = forksafe.Lock()
 
 
 class Recorder:

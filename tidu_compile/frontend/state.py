@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,7 +40,7 @@ THREAD_STATE = _state
 #: ``function`` trace in progress). While n is 0 the recording fast path reads this
 #: instead of ``THREAD_STATE`` (a thread-local read costs ~150 instructions, this ~10).
 SPECIAL_THREADS = [0]
-_special_lock = threading.Lock()
+_special_lock = forksafe.Lock()
 
 
 def _set_state(grad_enabled: bool, capture: Any) -> None:
@@ -56,14 +55,12 @@ def _set_state(grad_enabled: bool, capture: Any) -> None:
             SPECIAL_THREADS[0] += 1 if special else -1
 
 
-def _after_fork_in_child() -> None:
-    """The child has one thread: count it alone, with a lock no other thread holds."""
-    global _special_lock
-    _special_lock = threading.Lock()
+def _count_the_forking_thread() -> None:
+    """The child has one thread (the forking one): count it alone."""
     SPECIAL_THREADS[0] = int(not _state.grad_enabled or _state.capture is not None)
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+forksafe.after_fork_in_child(_count_the_forking_thread)
 
 _default: BackwardExecutor | None = None
 _default_lock = forksafe.Lock()
