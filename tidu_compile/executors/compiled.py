@@ -133,8 +133,9 @@ class _Pending:
 
     future: futures.Future
     generation: int  # ``background.generation()`` at submission
+    name: str  # its key in ``_in_flight``
     program: Any
-    keys: Keys
+    keys: Keys | None  # None: the worker computed them (a cold process)
     order: tuple[ValueKey, ...]
     saved_types: tuple[TensorType | None, ...]
     needed: tuple[bool, ...] | None
@@ -203,10 +204,12 @@ class CompiledExecutor(BackwardExecutor):
         self._entries_by_graph: dict[tuple[int, tuple[int, ...]], _NodeEntry] = {}
         self._lock = forksafe.RLock()
         self._reference = ReferenceExecutor()
-        self.artifacts = Artifacts(self.disk, self.stats)
+        self.artifacts = Artifacts(self.disk, self.stats, memory_entries, memory_bytes)
         self.background = _background.default_enabled() if background is None else bool(
             background
         )
+        if self.background:
+            _background.prewarm()
         #: Background compiles in flight, by program digest (one per program).
         self._in_flight: dict[str, tuple[futures.Future, int]] = {}
         #: ``run_graph``'s plans by (graph structure, input types).
@@ -485,6 +488,12 @@ class CompiledExecutor(BackwardExecutor):
         program = node_program(
             entry.recorded, entry.linear, seed_types, order, saved_types, needed, entry.transposed
         )
+        if self.background and not self.forbid_compile and not _background.environment_known():
+            # A cold process: nothing is in memory yet; the worker keys the program,
+            # looks on disk and compiles, and the caller needs no llvmlite meanwhile.
+            return self._submit(program, None, order, saved_types, needed)
+        if self.background:
+            _background.await_environment()
         keys = Keys.of(program)
         found = self.artifacts.load(program, keys)
         if found is not None:
@@ -494,14 +503,26 @@ class CompiledExecutor(BackwardExecutor):
             return self._node_plan(entry, program, order, saved_types, needed, *found)
         if self.forbid_compile:
             self._compile_here(program, keys)  # raises
+        return self._submit(program, keys, order, saved_types, needed)
+
+    def _submit(
+        self,
+        program: Any,
+        keys: Keys | None,
+        order: tuple[ValueKey, ...],
+        saved_types: tuple[TensorType | None, ...],
+        needed: tuple[bool, ...] | None,
+    ) -> _Pending:
+        """Hand ``program`` to a worker (once per program and process generation)."""
         disk = self.disk
         cache_dir = str(disk.directory) if disk is not None and disk.enabled else None
         generation = _background.generation()
-        future, submitted = self._in_flight.get(keys.digest, (None, -1))
+        name = keys.digest if keys is not None else str(program)
+        future, submitted = self._in_flight.get(name, (None, -1))
         if future is None or submitted != generation:
-            future = _background.submit(program, keys.digest, cache_dir)
-            self._in_flight[keys.digest] = (future, generation)
-        return _Pending(future, generation, program, keys, order, saved_types, needed)
+            future = _background.submit(program, None if keys is None else keys.digest, cache_dir)
+            self._in_flight[name] = (future, generation)
+        return _Pending(future, generation, name, program, keys, order, saved_types, needed)
 
     def _settle(self, entry: _NodeEntry, signature: Hashable, pending: _Pending) -> Any:
         """``pending``'s plan once its worker is done (else ``pending`` itself): bound,
@@ -515,16 +536,18 @@ class CompiledExecutor(BackwardExecutor):
             current = entry.plans.get(signature)
             if current is not pending:  # another thread settled it
                 return current if current is not None else pending
-            self._in_flight.pop(pending.keys.digest, None)
-            args = (entry, pending.program, pending.order, pending.saved_types, pending.needed)
+            self._in_flight.pop(pending.name, None)
+            program = pending.program
+            args = (entry, program, pending.order, pending.saved_types, pending.needed)
 
             def settle() -> _Compiled:
-                artifact = None if stale or future.exception() else future.result()
+                _background.await_environment()
+                keys = pending.keys or Keys.of(program)
+                done = None if stale or future.exception() else future.result()
                 found = (
-                    self.artifacts.adopt(pending.keys, artifact)
-                    if artifact is not None
-                    else self.artifacts.load(pending.program, pending.keys)
-                    or self._compile_here(pending.program, pending.keys)
+                    self.artifacts.adopt(keys, *done)
+                    if done is not None
+                    else self.artifacts.load(program, keys) or self._compile_here(program, keys)
                 )
                 return self._node_plan(*args, *found)
 
