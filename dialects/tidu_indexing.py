@@ -95,6 +95,17 @@ def print_signature(
     printer.print_attribute(result)
 
 
+def print_axis_form(printer: Printer, op: IRDLOperation, operands: Sequence[SSAValue],
+                    axis: int, suffix: str = "") -> None:  # fmt: skip
+    """`` %a, %b, axis = 1<suffix> {attrs} : types -> type``, the form of the ops that work
+    along one axis (``tidu.concatenate``, the cumulative scans, ``tidu.argmax``)."""
+    printer.print_string(" ")
+    printer.print_list(operands, printer.print_operand)
+    printer.print_string(f", axis = {axis}{suffix}")
+    printer.print_op_attributes(op.attributes)
+    print_signature(printer, [v.type for v in operands], op.results[0].type)
+
+
 def parse_signature(
     parser: Parser,
 ) -> tuple[dict[str, Attribute], list[Attribute], Attribute]:
@@ -343,11 +354,7 @@ class ConcatenateOp(IRDLOperation):
             )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.inputs, printer.print_operand)
-        printer.print_string(f", axis = {self.axis_value}")
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, self.inputs.types, self.result.type)
+        print_axis_form(printer, self, self.inputs, self.axis_value)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConcatenateOp:

@@ -33,8 +33,8 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from .tidu_base import ElementKind, array_values, i64_array, verify_tensor
-from .tidu_indexing import parse_signature, print_signature
-from .tidu_shape import ShapeOperation, listed, verify_axes_in_range
+from .tidu_indexing import parse_signature, print_axis_form
+from .tidu_shape import ShapeOperation, listed, verify_axes_in_range, verify_result_shape
 
 COMBINERS = ("add", "max", "min", "mul")
 """How the elements of a reduction combine (the kernel result map's combiner)."""
@@ -70,11 +70,7 @@ class ReduceOperation(ShapeOperation):
                 f"{self.name} has axes {listed(axes)}, which must be sorted and unique."
             )
         expected = tuple(size for dim, size in enumerate(shape) if dim not in axes)
-        if target.get_shape() != expected:
-            raise VerifyException(
-                f"{self.name} reduces {source} over axes {listed(axes)}, so its result shape "
-                f"must be {listed(expected)}, but the result is {target}."
-            )
+        verify_result_shape(self, target, expected, f"reduces {source} over axes {listed(axes)}")
 
 
 @irdl_op_definition
@@ -167,11 +163,7 @@ class ArgExtremumOperation(IRDLOperation):
             )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.operand)
-        printer.print_string(f", axis = {self.axis_value}")
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, [self.operand.type], self.result.type)
+        print_axis_form(printer, self, [self.operand], self.axis_value)
 
     @classmethod
     def parse(cls, parser: Parser) -> ArgExtremumOperation:

@@ -30,7 +30,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from .tidu_base import ElementKind, verify_tensor
-from .tidu_indexing import parse_operands_and_axis, parse_signature, print_signature
+from .tidu_indexing import parse_operands_and_axis, parse_signature, print_axis_form
 
 
 class _ScanOperation(IRDLOperation):
@@ -87,13 +87,8 @@ class _ScanOperation(IRDLOperation):
             )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.inputs, printer.print_operand)
-        printer.print_string(f", axis = {self.axis_value}")
-        if self.is_reverse:
-            printer.print_string(" reverse")
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, self.inputs.types, self.result.type)
+        suffix = " reverse" if self.is_reverse else ""
+        print_axis_form(printer, self, self.inputs, self.axis_value, suffix)
 
     @classmethod
     def parse(cls, parser: Parser) -> _ScanOperation:

@@ -52,6 +52,18 @@ def listed(values: Sequence[int]) -> str:
     return "[" + ", ".join(str(v) for v in values) + "]"
 
 
+def verify_result_shape(
+    op: IRDLOperation, result: TensorType, expected: Sequence[int], because: str
+) -> None:
+    """Raise unless ``result`` has the shape ``expected``; ``because`` says why
+    (``reduces tensor<4x8xf64> over axes [0]``)."""
+    if tuple(result.get_shape()) != tuple(expected):
+        raise VerifyException(
+            f"{op.name} {because}, so its result shape must be {listed(expected)}, "
+            f"but the result is {result}."
+        )
+
+
 def verify_axes_in_range(
     op: IRDLOperation, prop: str, axes: Sequence[int], rank: int, of: str
 ) -> None:
@@ -204,11 +216,7 @@ class TransposeOp(ShapeOperation):
                 f"permutation of range({len(shape)}) for the operand {source}."
             )
         expected = tuple(shape[p] for p in permutation)
-        if target.get_shape() != expected:
-            raise VerifyException(
-                f"{self.name} permutes {source} by {listed(permutation)}, so its result shape "
-                f"must be {listed(expected)}, but the result is {target}."
-            )
+        verify_result_shape(self, target, expected, f"permutes {source} by {listed(permutation)}")
 
 
 @irdl_op_definition

@@ -22,6 +22,7 @@ too, and the runtime combines the chunks' results with the same operation
 
 from __future__ import annotations
 
+from tidu_compile.dialects.tidu_kernel import KernelOp
 from xdsl.dialects import arith
 from xdsl.dialects.arith import FastMathFlagsAttr
 from xdsl.dialects.builtin import i1
@@ -51,7 +52,7 @@ def identity(combiner: str, part_type: Attribute, parts: int) -> tuple[float, ..
         if part_type == i1:
             return (0.0,) if combiner == "max" else (1.0,)
         return (-float("inf"),) if combiner == "max" else (float("inf"),)
-    raise LoweringError(_PASS, "tidu.kernel", f"no {combiner} combiner for "
+    raise LoweringError(_PASS, KernelOp.name, f"no {combiner} combiner for "
                         f"{'complex ' if parts == 2 else ''}{part_type} results")  # fmt: skip
 
 
@@ -77,5 +78,5 @@ def _extremum(emit: Emit, combiner: str, a: SSAValue, b: SSAValue) -> SSAValue:
     elif combiner == "min":
         op = arith.MinimumfOp(a, b)
     else:
-        raise LoweringError(_PASS, "tidu.kernel", f"unknown combiner {combiner!r}")
+        raise LoweringError(_PASS, KernelOp.name, f"unknown combiner {combiner!r}")
     return emit(op).results[0]

@@ -21,11 +21,19 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, fresh_pass_id, linearize
 from tidu_compile.evaluation import evaluate_graph
-from tidu_compile.graph import Graph, GraphBuilder, Input, Primary, ValueKey, resolve
+from tidu_compile.graph import (
+    Graph,
+    GraphBuilder,
+    Input,
+    Primary,
+    ValueKey,
+    post_order,
+    resolve,
+)
 
 __all__ = [
     "BackwardExecutor",
@@ -36,6 +44,7 @@ __all__ = [
     "CountingKeySource",
     "RecordedGraph",
     "Recorder",
+    "TangentKey",
     "Trace",
     "backward",
     "upstream_nodes",
@@ -45,15 +54,35 @@ __all__ = [
 # --------------------------------------------------------------------------- keys
 
 
-@dataclass(frozen=True, slots=True)
-class EagerKey:
-    """A raw key handed out by ``CountingKeySource``; tangents add a pass id."""
+class EagerKey(int):
+    """A raw key handed out by ``CountingKeySource``: the n-th key, an ``int`` (made,
+    hashed and compared as one: the tape makes one per recorded op); tangents add a
+    pass id (``TangentKey``)."""
 
-    index: int
+    __slots__ = ()
+
     passes: tuple[int, ...] = ()
 
-    def tangent_of(self, pass_id: int) -> EagerKey:
-        return EagerKey(self.index, self.passes + (pass_id,))
+    @property
+    def index(self) -> int:
+        return int(self)
+
+    def tangent_of(self, pass_id: int) -> TangentKey:
+        return TangentKey(int(self), (pass_id,))
+
+    def __repr__(self) -> str:
+        return f"EagerKey({int(self)})"
+
+
+@dataclass(frozen=True, slots=True)
+class TangentKey:
+    """The tangent of ``EagerKey(index)`` in the passes ``passes`` (innermost last)."""
+
+    index: int
+    passes: tuple[int, ...]
+
+    def tangent_of(self, pass_id: int) -> TangentKey:
+        return TangentKey(self.index, self.passes + (pass_id,))
 
 
 class KeySource(ABC):
@@ -189,18 +218,27 @@ class EagerOutput:
     output_slot: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Edge:
+class _Edge(NamedTuple):
+    """An input of a tape node: its tape key, producing node, and whether it needs a
+    gradient (a tuple: ``fast_ops`` makes one per recorded op)."""
+
     key: ValueKey
     trace: Trace | None
     requires_grad: bool
 
 
 class Trace:
-    """One tape node: a recorded graph, its input edges, output keys and saved data."""
+    """One tape node: a recorded graph, its input edges, output keys and saved data.
+
+    ``saved_values`` maps the graph's input keys (and output and retained keys) to data.
+    A node recorded by ``frontend.fast_ops`` keeps ``(*sources, *outputs)`` instead: its
+    input tensors (objects with ``_key``, ``_trace``, ``_requires_grad`` and ``_data``)
+    and output data, and builds ``inputs`` and ``saved_values`` when they are first read
+    (by a backward pass: most recorded nodes never are).
+    """
 
     __slots__ = (
-        "graph", "inputs", "needed_inputs", "output_keys", "saved_values", "upstream",
+        "graph", "_inputs", "needed_inputs", "output_keys", "_saved", "_data", "upstream",
         "__weakref__",
     )  # fmt: skip
 
@@ -212,15 +250,40 @@ class Trace:
         saved_values: dict[ValueKey, Any],
     ) -> None:
         self.graph = graph
-        self.inputs = inputs
+        self._inputs: tuple[_Edge, ...] | None = inputs
         self.output_keys = output_keys
-        self.saved_values = saved_values
+        self._saved: dict[ValueKey, Any] | None = saved_values
+        self._data: tuple[Any, ...] | None = None
         needed = tuple(edge.requires_grad for edge in inputs)
         #: Which inputs' cotangents ``backward`` reads; None when all of them.
         self.needed_inputs: tuple[bool, ...] | None = None if all(needed) else needed
         #: The nodes this one depends on, consumers first (``backward``'s visiting order
         #: after this node), computed on the first backward from it: the tape is immutable.
         self.upstream: tuple[Trace, ...] | None = None
+
+    @property
+    def inputs(self) -> tuple[_Edge, ...]:
+        """One edge per graph input: its tape key, producing node, ``requires_grad``."""
+        edges = self._inputs
+        if edges is None:  # recorded with its sources (``fast_ops``): build them once
+            sources = self._data[: len(self.graph.input_keys)]  # type: ignore[index]
+            edges = self._inputs = tuple(
+                _Edge(s._key, s._trace, s._requires_grad) for s in sources
+            )
+        return edges
+
+    @property
+    def saved_values(self) -> dict[ValueKey, Any]:
+        """The saved data by the recorded graph's keys (inputs, outputs, retained)."""
+        saved = self._saved
+        if saved is None:  # recorded with its sources (``fast_ops``): build it once
+            graph, data = self.graph, self._data
+            count = len(graph.input_keys)
+            values = [s._data for s in data[:count]] + list(data[count:])  # type: ignore[index]
+            saved = self._saved = dict(
+                zip((*graph.input_value_keys, *graph.output_keys), values, strict=True)
+            )
+        return saved
 
     def __repr__(self) -> str:
         return f"Trace({self.graph!r})"
@@ -333,21 +396,9 @@ class BackwardExecutor(ABC):
 def upstream_nodes(roots: Sequence[Trace]) -> list[Trace]:
     """The nodes reachable from ``roots`` (themselves included), consumers first: the
     order ``backward`` visits them in; reversed, the order forward mode visits them in."""
-    order: list[Trace] = []
-    visited: set[int] = set()
-    stack: list[tuple[Trace, bool]] = [(r, False) for r in reversed(roots)]
-    while stack:
-        trace, expanded = stack.pop()
-        if expanded:
-            order.append(trace)
-            continue
-        if id(trace) in visited:
-            continue
-        visited.add(id(trace))
-        stack.append((trace, True))
-        for edge in trace.inputs:
-            if edge.trace is not None and id(edge.trace) not in visited:
-                stack.append((edge.trace, False))
+    order = post_order(
+        roots, lambda trace: [e.trace for e in reversed(trace.inputs) if e.trace is not None]
+    )
     order.reverse()
     return order
 

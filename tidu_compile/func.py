@@ -30,9 +30,16 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
+from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
+from tidu_compile.frontend.composite_grad import fused_value_and_grad
 from tidu_compile.frontend.higher_order import backward_recorded, push_tangents
 from tidu_compile.frontend.state import RECORDER, current_capture, get_default_executor
-from tidu_compile.frontend.tensor import Tensor, apply1
+from tidu_compile.frontend.tensor import (
+    Tensor,
+    eager_input,
+    record_node,
+    recorded_graph_for,
+)
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES
 
 __all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp"]
@@ -64,8 +71,19 @@ def _flatten(tree: Tree) -> tuple[list[Any], Callable[[list[Any]], Tree]]:
     return [tree], lambda leaves: leaves[0]
 
 
+def _copy(leaf: Any) -> np.ndarray:
+    """A copy of ``leaf``'s values (the tape keeps them: the caller may change its array);
+    large ones in recycled memory (``compiler.buffers``: no page faults on every call)."""
+    array = np.asarray(leaf)
+    if array.nbytes < MIN_POOLED_BYTES or not array.dtype.isnative or array.dtype == object:
+        return np.array(array, copy=True)
+    copy = POOL.allocate(array.shape, array.dtype)
+    np.copyto(copy, array)
+    return copy
+
+
 def _as_tensor(leaf: Any, what: str) -> Tensor:
-    tensor = leaf if isinstance(leaf, Tensor) else Tensor(np.array(leaf, copy=True))
+    tensor = leaf if isinstance(leaf, Tensor) else Tensor(_copy(leaf))
     if tensor.dtype.name not in DIFFERENTIABLE_DTYPES:
         raise TypeError(
             f"{what}: differentiating needs float or complex values, got {tensor.dtype} "
@@ -77,8 +95,9 @@ def _as_tensor(leaf: Any, what: str) -> Tensor:
 def _variable(tensor: Tensor) -> Tensor:
     """A fresh tape value equal to ``tensor``: a new leaf, or, when ``tensor`` is tracked
     by an outer transform, a recorded identity of it (differentiable through both)."""
-    if tensor.requires_grad:
-        return apply1(ops.Scale(1.0), tensor)
+    if tensor.requires_grad:  # the identity node shares the (immutable) data: no copy
+        identity = recorded_graph_for(ops.Scale(1.0))
+        return record_node(identity, [eager_input(tensor)], [tensor._data])[0]
     (key,) = RECORDER.fresh_input_keys(1)
     return Tensor(tensor._data, True, key)
 
@@ -157,11 +176,18 @@ def _scalar_output(out: Any, name: str) -> Tensor:
 
 def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
     """``f`` returning ``(f(*args), gradient)``; the gradient has the structure of
-    ``args[argnums]`` (a tuple of them when ``argnums`` is a tuple)."""
+    ``args[argnums]`` (a tuple of them when ``argnums`` is a tuple). For a
+    ``@tc.function`` ``f`` called outside other transforms, forward and backward run as
+    one program once ``f`` has traced (``frontend.composite_grad``)."""
 
     def transformed(*args: Any) -> tuple[Tensor, Tree]:
         _not_traced("value_and_grad")
         numbers = _check_argnums(argnums, len(args), "value_and_grad")
+        fused = fused_value_and_grad(f, args, numbers)  # a @tc.function: one program
+        if fused is not None:
+            value, leaves = fused
+            fused_trees = [_flatten(args[n])[1](g) for n, g in zip(numbers, leaves, strict=True)]
+            return value, fused_trees[0] if isinstance(argnums, int) else tuple(fused_trees)
         call_args, variables, rebuilders = _with_variables(args, numbers, "value_and_grad")
         out = _scalar_output(f(*call_args), "value_and_grad")
         seed = Tensor(np.ones((), dtype=out.dtype))

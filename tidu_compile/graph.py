@@ -454,24 +454,32 @@ class ResolvedView:
             stack.extend((k, False) for k in definition.input_keys if k not in values)
 
 
+def post_order(roots: Sequence[T], children: Callable[[T], Sequence[T]]) -> list[T]:
+    """Every node reachable from ``roots``, each after all the nodes it reaches.
+
+    Depth first from ``roots[0]`` on, children in their order, nodes told apart by
+    identity; iterative, so 5000-deep chains do not hit Python's recursion limit.
+    """
+    ordered: list[T] = []
+    visited: set[int] = set()
+    stack: list[tuple[T, bool]] = [(root, False) for root in reversed(roots)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            ordered.append(node)
+            continue
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(children(node)))
+    return ordered
+
+
 def resolve(graphs: Graph | Iterable[Graph]) -> ResolvedView:
     """Index the definitions of ``graphs``; parents are walked first, first definition wins."""
     roots = [graphs] if isinstance(graphs, Graph) else list(graphs)
-    ordered: list[Graph] = []
-    visited: set[int] = set()
-    for root in roots:
-        # Iterative post-order: parents before children.
-        stack: list[tuple[Graph, bool]] = [(root, False)]
-        while stack:
-            graph, expanded = stack.pop()
-            if expanded:
-                ordered.append(graph)
-                continue
-            if id(graph) in visited:
-                continue
-            visited.add(id(graph))
-            stack.append((graph, True))
-            stack.extend((parent, False) for parent in reversed(graph.parents))
+    ordered = post_order(roots, lambda graph: graph.parents)
     definitions: dict[ValueKey, InputDef | ProducedDef] = {}
     for graph in ordered:
         for node in graph.values:

@@ -54,7 +54,7 @@ def test_quick_w1_json_structure(quick_w1: tuple[Any, dict[str, Any]]) -> None:
     ]  # fmt: skip
     for row in rows:
         assert row["status"] == "ok"
-        for column in ("tidu", "tidu_step", "numpy"):
+        for column in ("tidu", "tidu_step", "numpy", "numpy_step"):
             timing = row[column]
             assert timing["runs"] >= 3
             assert 0 < timing["min"] <= timing["median"] <= timing["max"]
@@ -64,7 +64,9 @@ def test_quick_w1_json_structure(quick_w1: tuple[Any, dict[str, Any]]) -> None:
         assert row["ratios"]["numpy"] == pytest.approx(
             row["tidu"]["median"] / row["numpy"]["median"])
         assert row["ratios"]["torch"] is None and row["ratios"]["jax"] is None
-        assert row["step_ratios"] == {"torch": None, "jax": None}
+        assert row["step_ratios"]["torch"] is None and row["step_ratios"]["jax"] is None
+        assert row["step_ratios"]["numpy"] == pytest.approx(  # W1: numpy's step by hand
+            row["tidu_step"]["median"] / row["numpy_step"]["median"])
         compile_ = row["compile"]
         assert compile_["compiles"] >= 1
         assert compile_["cold_seconds"] >= 0 and compile_["compile_seconds"] > 0

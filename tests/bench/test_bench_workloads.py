@@ -127,3 +127,13 @@ def test_relative_errors() -> None:
     assert errors == [pytest.approx(0.25), pytest.approx(1e-3)]
     assert relative_errors([None, np.zeros(3)], want) == [float("inf"), float("inf")]
     assert np.isnan(relative_errors([np.array([np.nan, 0.0])], want[:1])[0])
+
+
+@pytest.mark.parametrize("workload", [w for w in SMALL if w.numpy_step], ids=lambda w: w.key)
+def test_numpy_step_gives_the_loss_and_the_hand_gradients(workload: Workload) -> None:
+    arrays = workload.make_inputs(4)
+    assert workload.numpy_step is not None
+    loss, *grads = workload.numpy_step(*arrays)
+    tensors = [tc.tensor(a) for a in arrays]
+    assert float(loss) == pytest.approx(workload.tidu_loss(*tensors).item(), rel=1e-5)
+    assert max(relative_errors(grads, workload.numpy_gradients(arrays))) <= workload.rtol

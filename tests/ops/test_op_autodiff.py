@@ -106,14 +106,19 @@ class _NodeCounter(ReferenceExecutor):
 @contextmanager
 def _runs_natively(executor: tc.BackwardExecutor, nodes: int, what: str) -> Iterator[None]:
     """For a compiled executor: each of the block's ``nodes`` backward nodes ran a
-    compiled plan (compiled now, or a cache hit), none went to the reference path."""
+    compiled plan (compiled now, a cache hit, or native code of its shape class), none
+    went to the reference path."""
     if not isinstance(executor, CompiledExecutor):
         yield
         return
     stats = executor.stats
-    before = stats.compiles + stats.memory_hits + stats.disk_hits
+
+    def native_runs() -> int:
+        return stats.compiles + stats.memory_hits + stats.disk_hits + stats.generic_hits
+
+    before = native_runs()
     yield
-    runs = stats.compiles + stats.memory_hits + stats.disk_hits - before
+    runs = native_runs() - before
     assert runs == nodes, f"{what}: {runs} compiled runs for {nodes} backward nodes"
 
 

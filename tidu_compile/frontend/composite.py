@@ -7,9 +7,12 @@
 The first call with given argument shapes, dtypes and ``requires_grad`` flags *traces*
 the function: it runs eagerly, and every primitive it applies is captured into one
 ``Graph`` instead of being recorded op by op. Later calls with the same signature
-*replay* that graph with numpy (the Python function is not run again) and record a
-single tape node, so the backward pass of the whole function is one compiled program,
-usually one fused kernel. A new signature re-traces.
+*replay* that graph (the Python function is not run again). Every call, the tracing one
+too (so that every call gives the same values), runs the graph as one program of the
+current executor: native code compiled like a backward program on a ``CompiledExecutor``
+(``frontend.composite_forward``), numpy op by op on the ``ReferenceExecutor``; each call
+records a single tape node, so the backward pass of the whole function is one compiled
+program, usually one fused kernel. A new signature re-traces.
 
 Arguments may be given by position or keyword and nest in lists, tuples and dicts
 (``params=[(W1, b1), (W2, b2)]``). Tensors and numpy arrays are the graph's inputs:
@@ -38,7 +41,14 @@ import numpy as np
 from tidu_compile import forksafe
 from tidu_compile.ad import Name
 from tidu_compile.eager import EagerInput, RecordedGraph
-from tidu_compile.frontend.state import RECORDER, current_capture, grad_enabled, set_capture
+from tidu_compile.frontend.composite_forward import ForwardPlan
+from tidu_compile.frontend.state import (
+    RECORDER,
+    current_capture,
+    get_default_executor,
+    grad_enabled,
+    set_capture,
+)
 from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.frontend.trees import map_leaves
 from tidu_compile.graph import Graph, GraphBuilder, Primary
@@ -147,24 +157,19 @@ class _Traced:
     constants: list[np.ndarray]
     retained: list[int]
     single_output: bool
-    _order: list[Any] = field(default_factory=list)
+    forward_plan: ForwardPlan
+    #: ``func.value_and_grad``'s fused programs, by input types and needed gradients
+    #: (``frontend.composite_grad``).
+    fused: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def graph(self) -> Graph:
         return self.recorded.graph
 
-    def replay(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        """Evaluate the graph with numpy; returns every value by local id."""
-        graph = self.graph
-        values: list[Any] = [None] * len(graph.values)
-        for local_id, data in zip(graph.inputs, inputs, strict=True):
-            values[local_id] = data
-        for node in graph.operations:
-            # A traced graph has no parents: every input ref is Local.
-            results = node.operation.evaluate(*(values[r.id] for r in node.inputs))  # type: ignore[union-attr]
-            for local_id, result in zip(node.outputs, results, strict=True):
-                values[local_id] = np.asarray(result)
-        return values
+    def forward(self, inputs: list[np.ndarray]) -> list[Any]:
+        """The outputs and retained values by local id (the others None), computed by
+        the current executor (``ForwardPlan.run``)."""
+        return self.forward_plan.run(get_default_executor(), inputs)
 
 
 def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list[Tensor]:
@@ -242,23 +247,38 @@ def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
                 (args, kwargs),
                 lambda leaf: next(replacements) if isinstance(leaf, (Tensor, np.ndarray)) else leaf,
             )
-            traced, values = _trace(fn, call_args, call_kwargs, inputs)
+            traced = _trace(fn, call_args, call_kwargs, inputs)
             with lock:
                 traces[key] = traced
                 while len(traces) > max_traces:
                     traces.popitem(last=False)
-        else:
-            values = traced.replay([t._data for t in inputs] + traced.constants)
+        # The tracing call too: every call's values come from the same program.
+        values = traced.forward([t._data for t in inputs] + traced.constants)
         outputs = _record(traced, inputs, values)
         return outputs[0] if traced.single_output else tuple(outputs)
 
+    def trace_for(args: tuple[Any, ...]) -> tuple[_Traced, list[Any]] | None:
+        """The trace a call with ``args`` would replay and its tensor and array leaves
+        (in the trace's input order), or None when that call would trace."""
+        leaves: list[Any] = []
+        key = _flatten((args, {}), leaves)
+        if not any(isinstance(a, Tensor) and a._requires_grad for a in leaves):
+            return None
+        try:
+            with lock:
+                traced = traces.get(key)
+        except TypeError:  # an unhashable argument: the call raises it
+            return None
+        return None if traced is None else (traced, leaves)
+
     wrapper.traces = traces  # type: ignore[attr-defined]
+    wrapper.trace_for = trace_for  # type: ignore[attr-defined]
     return wrapper
 
 
 def _trace(
     fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], inputs: list[Tensor]
-) -> tuple[_Traced, list[Any]]:
+) -> _Traced:
     capture = _Capture(inputs, getattr(fn, "__qualname__", repr(fn)))
     set_capture(capture)
     try:
@@ -276,7 +296,8 @@ def _trace(
     builder.set_outputs(output_ids)
     graph = builder.build()
     recorded = RecordedGraph.from_graph(graph)
-    values: list[Any] = [None] * len(graph.values)
+    values: list[Any] = [None] * len(graph.values)  # the trace's values: their dtypes
     for tensor in capture.keep_alive:
         values[capture.ids[id(tensor)]] = tensor._data
-    return _Traced(recorded, capture.constants, capture.retained, single), values
+    forward = ForwardPlan(graph, capture.retained, values)
+    return _Traced(recorded, capture.constants, capture.retained, single, forward)

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
+from tidu_compile.frontend import fast_ops
+from tidu_compile.frontend.fast_ops import SPECS
 from tidu_compile.frontend.promotion import broadcast_to, coerce, unary_input
 from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor, apply1, apply_op, as_tensor
@@ -36,20 +38,38 @@ def _summary(primitive: type[TensorOp]) -> str:
 
 
 def unary(primitive: type[TensorOp], x: Any) -> Tensor:
-    """``primitive()`` applied to ``x`` as a float or complex tensor."""
+    """``primitive()`` applied to ``x`` as a float or complex tensor (``fast_ops`` first)."""
+    spec = SPECS.get(primitive)
+    if spec is not None:
+        fast = fast_ops.unary(spec, x)
+        if fast is not None:
+            return fast
     return apply1(primitive(), unary_input(x))
 
 
 def binary(primitive: type[TensorOp], a: Any, b: Any) -> Tensor:
-    """``primitive()`` applied to ``a`` and ``b``, promoted and broadcast as numpy does."""
+    """``primitive()`` applied to ``a`` and ``b``, promoted and broadcast as numpy does
+    (``fast_ops`` first)."""
+    spec = SPECS.get(primitive)
+    if spec is not None:
+        fast = fast_ops.binary(spec, a, b)
+        if fast is not None:
+            return fast
     return apply1(primitive(), *coerce(a, b))
 
 
 def unary_function(primitive: type[TensorOp], name: str) -> UnaryFunction:
     """The frontend function ``name(x)`` of a unary elementwise primitive."""
 
+    spec = SPECS.get(primitive)
+    fast = fast_ops.unary
+
     def function(x: Any) -> Tensor:
-        return unary(primitive, x)
+        if spec is not None:
+            out = fast(spec, x)
+            if out is not None:
+                return out
+        return apply1(primitive(), unary_input(x))
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = (
@@ -62,8 +82,15 @@ def unary_function(primitive: type[TensorOp], name: str) -> UnaryFunction:
 def binary_function(primitive: type[TensorOp], name: str) -> BinaryFunction:
     """The frontend function ``name(a, b)`` of a binary elementwise primitive."""
 
+    spec = SPECS.get(primitive)
+    fast = fast_ops.binary
+
     def function(a: Any, b: Any) -> Tensor:
-        return binary(primitive, a, b)
+        if spec is not None:
+            out = fast(spec, a, b)
+            if out is not None:
+                return out
+        return apply1(primitive(), *coerce(a, b))
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = (

@@ -12,6 +12,7 @@ from tidu_compile.eager import BackwardExecutor, Recorder
 
 __all__ = [
     "RECORDER",
+    "THREAD_STATE",
     "current_capture",
     "set_capture",
     "get_default_executor",
@@ -32,6 +33,8 @@ class _ThreadState(threading.local):
 
 
 _state = _ThreadState()
+#: This thread's state, read directly by the recording fast path (``fast_ops``).
+THREAD_STATE = _state
 _default: BackwardExecutor | None = None
 _default_lock = forksafe.Lock()
 

@@ -11,7 +11,7 @@ import functools
 import operator
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -34,7 +34,7 @@ LEAVES: weakref.WeakValueDictionary[ValueKey, Tensor] = weakref.WeakValueDiction
 
 def _readonly(array: np.ndarray) -> np.ndarray:
     """Freeze ``array`` (which the tensor owns) so neither it nor its views can change."""
-    array.flags.writeable = False
+    array.setflags(write=False)  # cheaper than ``array.flags.writeable = False``
     return array
 
 
@@ -220,32 +220,17 @@ class Tensor:
         return Tensor(self._concrete("Tensor.detach()"))
 
     # ------------------------------------------------------------ operators
-    def __add__(self, other: Any) -> Tensor:
-        return _functions().add(self, other)
-
-    def __radd__(self, other: Any) -> Tensor:
-        return _functions().add(other, self)
-
-    def __sub__(self, other: Any) -> Tensor:
-        return _functions().subtract(self, other)
-
-    def __rsub__(self, other: Any) -> Tensor:
-        return _functions().subtract(other, self)
-
-    def __mul__(self, other: Any) -> Tensor:
-        return _functions().multiply(self, other)
-
-    def __rmul__(self, other: Any) -> Tensor:
-        return _functions().multiply(other, self)
-
-    def __truediv__(self, other: Any) -> Tensor:
-        return _functions().divide(self, other)
-
-    def __rtruediv__(self, other: Any) -> Tensor:
-        return _functions().divide(other, self)
-
-    def __neg__(self) -> Tensor:
-        return _functions().negative(self)
+    # ``+ - * /`` and unary ``-``: methods made by ``frontend.fast_ops`` (the recording
+    # fast path, else the frontend function: ``x * y`` is ``tidu_compile.multiply(x, y)``).
+    __add__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __radd__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __sub__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __rsub__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __mul__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __rmul__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __truediv__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __rtruediv__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __neg__: ClassVar[Callable[[Tensor], Tensor]]
 
     def __pos__(self) -> Tensor:
         return self
@@ -504,3 +489,9 @@ def apply1(op: TensorOp, *inputs: Tensor) -> Tensor:
 
 def input_types(inputs: Sequence[Tensor]) -> list[Any]:
     return [type_of(t._data) for t in inputs]
+
+
+
+
+
+from tidu_compile.frontend import fast_ops as _fast_ops  # noqa: E402, F401 - the operators

@@ -44,6 +44,20 @@ def _check_operand_shape(op: TensorOp, t: TensorType, expected: tuple[int, ...])
         raise ValueError(f"{op!r}: operand has shape {t.shape}, expected {tuple(expected)}")
 
 
+def _moved_type(
+    op: TensorOp,
+    inputs: tuple[TensorType, ...],
+    operand_shape: tuple[int, ...],
+    shape: tuple[int, ...],
+) -> tuple[TensorType, ...]:
+    """A layout op's result type: ``shape`` of the operand's dtype (checked: arity,
+    ``operand_shape`` and a ``LAYOUT_DTYPES`` dtype)."""
+    op.check_arity(inputs)
+    _check_operand_shape(op, inputs[0], operand_shape)
+    op.check_dtype(inputs[0], LAYOUT_DTYPES)
+    return (TensorType(tuple(shape), inputs[0].dtype),)
+
+
 @primitive
 class BroadcastInDim(TensorOp):
     """Operand dim ``i`` becomes result dim ``broadcast_dimensions[i]`` (size 1 or equal)."""
@@ -72,10 +86,7 @@ class BroadcastInDim(TensorOp):
                 )
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
-        self.check_arity(inputs)
-        _check_operand_shape(self, inputs[0], self.operand_shape)
-        self.check_dtype(inputs[0], LAYOUT_DTYPES)
-        return (TensorType(tuple(self.shape), inputs[0].dtype),)
+        return _moved_type(self, inputs, self.operand_shape, self.shape)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         expanded = [1] * len(self.shape)
@@ -175,10 +186,7 @@ class Reshape(TensorOp):
             )
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
-        self.check_arity(inputs)
-        _check_operand_shape(self, inputs[0], self.operand_shape)
-        self.check_dtype(inputs[0], LAYOUT_DTYPES)
-        return (TensorType(tuple(self.shape), inputs[0].dtype),)
+        return _moved_type(self, inputs, self.operand_shape, self.shape)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         return (arrays[0].reshape(self.shape),)

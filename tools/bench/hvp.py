@@ -53,11 +53,15 @@ def _tidu_calls(x: np.ndarray, y: np.ndarray, vx: np.ndarray, vy: np.ndarray) ->
     def w1(a: tc.Tensor, b: tc.Tensor) -> tc.Tensor:
         return tc.sum(tc.tanh(a * b + tc.exp(-a)) * b)
 
+    # Tensors made once, as the peers' arrays are (jnp.asarray, torch.from_numpy): a
+    # numpy array argument would be copied at every call (the tape keeps its values).
+    tx, ty, tvx, tvy = (tc.tensor(a) for a in (x, y, vx, vy))
+
     def hvp(f: Callable[..., tc.Tensor]) -> Call:
         gradient = func.grad(f, argnums=(0, 1))
 
         def call() -> tuple[np.ndarray, np.ndarray]:
-            _, (hx, hy) = func.jvp(gradient, (x, y), (vx, vy))
+            _, (hx, hy) = func.jvp(gradient, (tx, ty), (tvx, tvy))
             return hx.numpy(), hy.numpy()
 
         return call

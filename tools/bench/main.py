@@ -4,6 +4,9 @@
     tidu-compile bench --quick --workload W1 --no-peers --json out.json
     tidu-compile bench --kernels            # math functions and fused kernels, ns/element
     tidu-compile bench --hvp                # W1 Hessian-vector product against jax, torch
+    tidu-compile bench --train              # an MLP trained from a cold start, vs torch, jax
+    tidu-compile bench --workload recording # us per recorded op against numpy, torch
+    tidu-compile bench --workload step      # W1 n=1e7 step: numpy, @tc.function, jax.jit
 
 Per workload, in this process: the hand-written numpy backward, then tidu (a fresh
 ``CompiledExecutor`` on an empty cache directory: cold first call, then warm calls of
@@ -11,7 +14,9 @@ the backward, then full steps: forward and backward), its gradients checked agai
 numpy's, and in a fresh subprocess the warm-from-disk first call. Then each installed
 peer (torch, jax) in its own subprocess, timed like for like (see ``peers``). Exit
 status: 0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
-``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``.
+``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``, ``--train``
+``bench.train``, ``--workload recording`` ``bench.recording``, ``--workload step``
+``bench.step``.
 """
 
 from __future__ import annotations
@@ -78,7 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="fewer repetitions, no n=1e7, small W4, W5, W6 (for tests)")
     parser.add_argument("--workload", metavar="W1,W3",
-                        help="comma-separated groups (W1..W6) or row names to run")
+                        help="comma-separated groups (W1..W6) or row names to run; "
+                        "'recording' instead: us per op recorded on the tape; 'step': "
+                        "the W1 step against numpy by hand and jax.jit")
     parser.add_argument("--repeat", type=int, metavar="N",
                         help="exactly N timed runs per measurement (default: adaptive)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
@@ -90,6 +97,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hvp", action="store_true",
                         help="instead: the W1 Hessian-vector product (n = 1e6) against "
                         "jax.jit and torch.func in the same process")
+    parser.add_argument("--train", action="store_true",
+                        help="instead: an MLP trained 100 steps over batch sizes "
+                        "256/200/128/64/33 from a cold cache, each framework in a fresh "
+                        "process: wall time and compiles against torch and jax.jit")
 
 
 def _policy(args: argparse.Namespace) -> Policy:
@@ -131,7 +142,10 @@ def _load_average() -> float | None:
 def _measure_numpy(workload: Workload, arrays: Sequence[Any], policy: Policy) -> dict:
     saved = workload.numpy_forward(*arrays)
     timing = measure(lambda: workload.numpy_backward(saved), policy)
-    return {"timing": timing, "grads": workload.numpy_backward(saved)}
+    step = workload.numpy_step
+    step_timing = None if step is None else measure(lambda: step(*arrays), policy)
+    return {"timing": timing, "step_timing": step_timing,
+            "grads": workload.numpy_backward(saved)}  # fmt: skip
 
 
 def _per_node_disk_load(warm: dict[str, Any]) -> float | None:
@@ -208,6 +222,7 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
                 "tidu": None,
                 "tidu_step": None,
                 "numpy": reference["timing"].to_json(),
+                "numpy_step": reference["step_timing"] and reference["step_timing"].to_json(),
                 "grad_check": None,
                 "compile": None,
             }
@@ -255,7 +270,8 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
             **{p: ratio(row["tidu"], (row.get(p) or {}).get("timing")) for p in PEERS},
         }
         row["step_ratios"] = {
-            p: ratio(row["tidu_step"], (row.get(p) or {}).get("step_timing")) for p in PEERS
+            "numpy": ratio(row["tidu_step"], row.get("numpy_step")),
+            **{p: ratio(row["tidu_step"], (row.get(p) or {}).get("step_timing")) for p in PEERS},
         }
     infos = {p: s.get("info") or {} for p, s in peer_status.items()}
     machine = machine_info(infos)
@@ -286,6 +302,19 @@ def command(args: argparse.Namespace) -> int:
         from tidu_compile.tools.bench.hvp import command as hvp_command
 
         return hvp_command(args)
+    if getattr(args, "train", False):
+        from tidu_compile.tools.bench.train import command as train_command
+
+        return train_command(args)
+    special = (getattr(args, "workload", None) or "").strip().lower()
+    if special == "recording":
+        from tidu_compile.tools.bench.recording import command as recording_command
+
+        return recording_command(args)
+    if special == "step":
+        from tidu_compile.tools.bench.step import command as step_command
+
+        return step_command(args)
     document = run(args)
     if args.json:
         Path(args.json).write_text(json.dumps(json_safe(document), indent=2) + "\n")

@@ -167,7 +167,7 @@ def _peer_cell(
     row: Mapping[str, Any], peer: str, peers: Mapping[str, Any], field: str = "timing"
 ) -> str:
     if peer == "numpy":
-        return format_timing(row.get("numpy"))
+        return format_timing(row.get("numpy_step" if field == "step_timing" else "numpy"))
     entry = row.get(peer)
     if entry is None:
         status = (peers.get(peer) or {}).get("status", "-")
@@ -228,11 +228,12 @@ BACKWARD_TITLE = (
 
 STEP_TITLE = (
     "full step, forward + backward: tidu records the forward (a @tc.function forward "
-    "replays its trace with numpy) then tc.grad; torch: forward + autograd.grad; jax: "
+    "runs its trace as one compiled program) then tc.grad; numpy: loss and gradients by hand "
+    "(W1-W4), each intermediate once; torch: forward + autograd.grad; jax: "
     "jax.jit(jax.value_and_grad)"
 )
 
-STEP_PEERS = ("torch", "jax")
+STEP_PEERS = ("numpy", "torch", "jax")
 
 
 def _step_lines(document: Mapping[str, Any]) -> list[str]:

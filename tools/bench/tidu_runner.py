@@ -3,8 +3,8 @@
 * ``run_tidu``: records the forward once, then with a fresh ``CompiledExecutor`` on an
   empty cache directory times the first ``tc.grad`` call (cold: compile + run) and the
   warm calls (the backward); cold compile time = first call - warm median. Then the full
-  step: recording the forward (for ``@tc.function``, a numpy replay of the traced
-  graph) and ``tc.grad``, each time anew.
+  step: recording the forward (for ``@tc.function``, the traced graph run as one
+  compiled program by the same executor) and ``tc.grad``, each time anew.
 * ``run_warm_disk``: a fresh subprocess (``python -m tidu_compile.tools.bench.tidu_runner
   SPEC``) records the same forward and times the first call of a new executor on the
   same cache directory (in-memory caches empty, artifacts on disk); warm-from-disk time =
@@ -89,7 +89,8 @@ def run_tidu(
         return tc.grad(loss, wrt, executor=executor)
 
     def step() -> list[Any]:
-        return tc.grad(workload.tidu_loss(*tensors), wrt, executor=executor)
+        with tc.use_executor(executor):  # a @tc.function forward runs on it too
+            return tc.grad(workload.tidu_loss(*tensors), wrt)
 
     start = time.perf_counter()
     backward()

@@ -24,6 +24,7 @@ W5 (integer labels) and W6 (einsum chains): ``workloads_indexing``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +76,10 @@ class Workload:
     numpy_backward: Callable[[Any], list[np.ndarray]]
     recording: str = "per-op"
     peer_key: str = ""
+    #: The full step by hand, ``(loss, *gradients)`` from the inputs, each intermediate
+    #: computed once (W2, W3: the forward keeping what the backward reads, then the
+    #: backward); None where the bench has none.
+    numpy_step: Callable[..., Any] | None = None
 
     @property
     def problem(self) -> str:
@@ -128,15 +133,22 @@ def _rng(seed: int, salt: int) -> np.random.Generator:
 
 
 def _recorded(loss: Callable[..., Any], composite: bool) -> Callable[..., Any]:
-    """``loss`` itself (per-op recording) or wrapped once by ``tidu_compile.function``."""
+    """``loss`` itself (per-op recording) or wrapped by ``tidu_compile.function``: once
+    per ``loss`` (``_composite``), so later calls replay its trace as a real loop does."""
     if not composite:
         return loss
     import tidu_compile as tc
 
-    function = getattr(tc, "function", None)
-    if function is None:
+    if getattr(tc, "function", None) is None:
         raise NotImplementedError(COMPOSITE_UNAVAILABLE)
-    return function(loss)  # type: ignore[no-any-return]
+    return _composite(loss)
+
+
+@functools.cache
+def _composite(loss: Callable[..., Any]) -> Callable[..., Any]:
+    import tidu_compile as tc
+
+    return tc.function(loss)  # type: ignore[no-any-return]
 
 
 def make_w1(n: int, composite: bool = False, dtype: str = "float64") -> Workload:
@@ -166,6 +178,12 @@ def make_w1(n: int, composite: bool = False, dtype: str = "float64") -> Workload
         ds = y * (1 - t * t)  # d loss / d (x*y + exp(-x)), in the input dtype
         return [ds * (y - e), ds * x + t]
 
+    def numpy_step(x: np.ndarray, y: np.ndarray) -> tuple[Any, ...]:
+        e = np.exp(-x)
+        t = np.tanh(x * y + e)
+        ds = y * (1 - t * t)
+        return np.sum(t * y), ds * (y - e), ds * x + t
+
     recording = "composite" if composite else "per-op"
     suffix = " composite" if composite else ""
     dtype_text = "" if short == "f64" else f" {short}"
@@ -183,6 +201,7 @@ def make_w1(n: int, composite: bool = False, dtype: str = "float64") -> Workload
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W1{dtype_text} n={_sci(n)}",
+        numpy_step=numpy_step,
     )
 
 
@@ -217,6 +236,7 @@ def make_w2(ops: int = 1000, composite: bool = False) -> Workload:
     ``composite`` records the chain as one tape node with ``tidu_compile.function``.
     """
     sequence = w2_ops(ops)
+    chain_of_sin = functools.cache(lambda sin: w2_chain(sequence, sin))  # one chain per run
 
     def make_inputs(seed: int) -> list[np.ndarray]:
         rng = _rng(seed, 2)
@@ -228,13 +248,7 @@ def make_w2(ops: int = 1000, composite: bool = False) -> Workload:
     def tidu_loss(x: Any, a: Any, b: Any) -> Any:
         import tidu_compile as tc
 
-        chain = w2_chain(sequence, tc.sin)
-        if not composite:
-            return chain(x, a, b)
-        function = getattr(tc, "function", None)
-        if function is None:
-            raise NotImplementedError(COMPOSITE_UNAVAILABLE)
-        return function(chain)(x, a, b)
+        return _recorded(chain_of_sin(tc.sin), composite)(x, a, b)
 
     def numpy_forward(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> Any:
         x = x[()]
@@ -251,10 +265,14 @@ def make_w2(ops: int = 1000, composite: bool = False) -> Workload:
             else:
                 saved.append(x)
                 x = np.sin(x)
-        return saved, a
+        return saved, a, x  # x: the loss
+
+    def numpy_step(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
+        state = numpy_forward(x, a, b)
+        return (state[2], *numpy_backward(state))
 
     def numpy_backward(state: Any) -> list[np.ndarray]:
-        saved, a = state
+        saved, a, _ = state
         g = np.float64(1.0)
         ga = np.float64(0.0)
         gb = np.float64(0.0)
@@ -283,6 +301,7 @@ def make_w2(ops: int = 1000, composite: bool = False) -> Workload:
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W2 {ops} ops per-op",
+        numpy_step=numpy_step,
     )
 
 
@@ -333,6 +352,11 @@ def make_w3(
         dz = dh * (1 - h * h)
         return [x.T @ dz, dz.sum(axis=0), h.T @ dp, dp.sum(axis=0)]
 
+    def numpy_step(*arrays: np.ndarray) -> tuple[Any, ...]:
+        saved = numpy_forward(*arrays)
+        r = saved[3]
+        return (np.sum(r * r), *numpy_backward(saved))
+
     size_text = "" if default else f" {batch}x{features}x{hidden}x{outputs}"
     recording = "composite" if composite else "per-op"
     return Workload(
@@ -350,6 +374,7 @@ def make_w3(
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W3 {short}{size_text}",
+        numpy_step=numpy_step,
     )
 
 
@@ -381,6 +406,12 @@ def make_w4(rows: int = 2000, cols: int | None = None, composite: bool = False) 
         da = 2.0 * e * e  # d exp(d)**2 / dd = 2 exp(d)**2
         return [da, -da.sum(axis=0)]
 
+    def numpy_step(a: np.ndarray, v: np.ndarray) -> tuple[Any, ...]:
+        e = np.exp(a - v[None, :])
+        squares = e * e
+        da = 2.0 * squares
+        return np.sum(squares), da, -da.sum(axis=0)
+
     recording = "composite" if composite else "per-op"
     return Workload(
         key=f"W4 {rows}x{width}{' composite' if composite else ''}",
@@ -396,6 +427,7 @@ def make_w4(rows: int = 2000, cols: int | None = None, composite: bool = False) 
         numpy_backward=numpy_backward,
         recording=recording,
         peer_key=f"W4 {rows}x{width}",
+        numpy_step=numpy_step,
     )
 
 

@@ -1,0 +1,73 @@
+"""``tidu-compile bench --train``: each runner trains in a fresh process from a cold
+cache; the losses are checked against SGD written by hand in numpy (no speed assertions)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tidu_compile.tools.bench import main, train
+
+
+def _numpy_losses(steps: int) -> list[float]:
+    """The same SGD by hand: ``loss = sum((tanh(X@W1 + b1)@W2 + b2 - Y)**2)``."""
+    params, x, y = train.make_data(0)
+    losses = []
+    for xb, yb in train.batches(x, y, steps):
+        w1, b1, w2, b2 = params
+        h = np.tanh(xb @ w1 + b1)
+        r = h @ w2 + b2 - yb
+        losses.append(float(np.sum(r * r)))
+        dr = 2 * r
+        dz = (dr @ w2.T) * (1 - h * h)
+        grads = [xb.T @ dz, dz.sum(0), h.T @ dr, dr.sum(0)]
+        params = [p - train.LEARNING_RATE * g for p, g in zip(params, grads, strict=True)]
+    return losses
+
+
+def test_batches_cycle_through_the_sizes() -> None:
+    _, x, y = train.make_data(0)
+    sizes = [len(xb) for xb, _ in train.batches(x, y, 7)]
+    assert sizes == [256, 200, 128, 64, 33, 256, 200]
+
+
+@pytest.mark.parametrize("runner", ["tidu per-op", "tidu @tc.function"])
+def test_tidu_trains_like_sgd_by_hand(runner: str) -> None:
+    steps = 6
+    result = train.train(runner, steps)
+    expected = _numpy_losses(steps)
+    assert result["first_loss"] == pytest.approx(expected[0], rel=1e-4)
+    assert result["final_loss"] == pytest.approx(expected[-1], rel=1e-3)
+    assert result["final_loss"] < result["first_loss"]
+    # the sixth step repeats the first batch size: nothing new to compile
+    assert result["compiles"] == result["compiles_after_first_cycle"]
+
+
+def test_train_bench_runs_fresh_processes_and_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "train.json"
+    args = argparse.Namespace(kernels=False, hvp=False, train=True, quick=True, seed=0,
+                              json=str(out))  # fmt: skip
+    assert main.command(args) == 0
+    document = json.loads(out.read_text())
+    rows = {row["runner"]: row for row in document["rows"]}
+    assert {"tidu per-op", "tidu @tc.function"} <= set(rows)
+    expected = _numpy_losses(train.QUICK_STEPS)[-1]
+    for row in rows.values():
+        assert row["loss_agrees"] and row["final_loss"] == pytest.approx(expected, rel=1e-3)
+        assert row["seconds"] > 0 and row["compiles"] > 0  # a cold cache: it compiled
+    printed = capsys.readouterr().out
+    assert "--train" in printed and "tidu @tc.function" in printed
+
+
+def test_a_failing_runner_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child that prints no result becomes an error row, and the command fails."""
+    monkeypatch.setattr(train, "RUNNERS", ("tidu per-op", "no such runner"))
+    document = train.run(steps=1)
+    rows = {row["runner"]: row for row in document["rows"]}
+    assert "error" in rows["no such runner"]
+    assert "error" in train.format_train(document)

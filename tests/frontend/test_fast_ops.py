@@ -1,0 +1,147 @@
+"""The recording fast path (``frontend.fast_ops``) against the general path.
+
+For every op it handles and every operand form (two tensors, tensor and number, number
+and tensor; with and without gradients), it must give what ``apply_op`` gives: the same
+values and dtype, the same tape node (graph, edges, needed inputs, saved data) and the
+same gradients; and it must leave every other case to the general path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tidu_compile as tc
+from tidu_compile import ops
+from tidu_compile.eager import EagerKey, TangentKey
+from tidu_compile.frontend import fast_ops
+from tidu_compile.frontend.promotion import coerce
+from tidu_compile.frontend.tensor import Tensor, apply_op
+
+BINARY = [op for op in fast_ops.SPECS if op.input_count == 2]
+UNARY = [op for op in fast_ops.SPECS if op.input_count == 1]
+
+
+def _data(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    real = rng.uniform(0.2, 0.9, shape)  # inside every op's domain (log, arcsin, ...)
+    if np.dtype(dtype).kind == "c":
+        return (real + 0.1j * rng.uniform(0.2, 0.9, shape)).astype(dtype)
+    return real.astype(dtype)
+
+
+def _same_node(fast: Tensor, general: Tensor) -> None:
+    assert fast.dtype == general.dtype and fast.shape == general.shape
+    np.testing.assert_array_equal(fast.numpy(), general.numpy())
+    assert fast.requires_grad == general.requires_grad
+    assert not fast.numpy().flags.writeable and not fast._data.flags.writeable
+    if general._trace is None:
+        assert fast._trace is None
+        return
+    a, b = fast._trace, general._trace
+    assert a is not None and a.graph is b.graph  # one recorded graph per op
+    assert [(e.key, e.trace, e.requires_grad) for e in a.inputs] == [
+        (e.key, e.trace, e.requires_grad) for e in b.inputs
+    ]
+    assert a.needed_inputs == b.needed_inputs and len(a.output_keys) == 1
+    assert type(fast._key.key) is EagerKey and fast._key in a.output_keys
+    assert list(a.saved_values) == list(b.saved_values)
+    for x, y in zip(a.saved_values.values(), b.saved_values.values(), strict=True):
+        assert x.shape == y.shape and x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
+
+
+def _general(op: type[ops.TensorOp], *operands: Any) -> Tensor:
+    return apply_op(op(), coerce(*operands, float_only=True))[0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("op", BINARY, ids=lambda op: op.__name__)
+def test_binary_ops_record_what_the_general_path_records(op: Any, dtype: str) -> None:
+    spec = fast_ops.SPECS[op]
+    if np.dtype(dtype) not in spec[2]:
+        x = tc.tensor(_data(dtype, (3,), 0), requires_grad=True)
+        assert fast_ops.binary(spec, x, x) is None  # the general path raises its error
+        return
+    for shape in [(), (2, 3)]:
+        x = tc.tensor(_data(dtype, shape, 1), requires_grad=True)
+        y = tc.tensor(_data(dtype, shape, 2), requires_grad=True)
+        c = tc.tensor(_data(dtype, shape, 3))  # no gradient
+        number = 0.75 if np.dtype(dtype).kind == "f" else 0.5 - 0.25j
+        for a, b in [(x, y), (x, c), (c, y), (x, number), (number, y), (x, 3)]:
+            fast = fast_ops.binary(spec, a, b)
+            assert fast is not None, (a, b)
+            _same_node(fast, _general(op, a, b))
+        assert fast_ops.binary(spec, c, c)._trace is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+@pytest.mark.parametrize("op", UNARY, ids=lambda op: op.__name__)
+def test_unary_ops_record_what_the_general_path_records(op: Any, dtype: str) -> None:
+    spec = fast_ops.SPECS[op]
+    x = tc.tensor(_data(dtype, (4,), 5), requires_grad=True)
+    if np.dtype(dtype) not in spec[2]:
+        assert fast_ops.unary(spec, x) is None
+        return
+    with np.errstate(all="ignore"):
+        fast = fast_ops.unary(spec, x)
+        assert fast is not None
+        _same_node(fast, apply_op(op(), [x])[0])
+
+
+def test_the_general_path_keeps_everything_else() -> None:
+    spec = fast_ops.SPECS[ops.Mul]
+    x = tc.tensor(np.ones(3), requires_grad=True)
+    others: list[Any] = [
+        tc.tensor(np.ones((2, 3))),  # broadcasting
+        tc.tensor(np.ones(3, np.float32)),  # promotion
+        tc.tensor(np.arange(3)),  # an integer tensor
+        np.ones(3),  # an array
+        np.float64(2.0),  # a numpy scalar (not weak: it promotes)
+        2.0j,  # a complex number with a real tensor
+        True,  # a bool
+        1 << 60,  # an integer beyond exact float64
+    ]
+    for other in others:
+        assert fast_ops.binary(spec, x, other) is None, other
+        assert fast_ops.binary(spec, other, x) is None, other
+    integers = tc.tensor(np.arange(3))
+    assert fast_ops.binary(spec, integers, integers) is None
+    assert fast_ops.unary(fast_ops.SPECS[ops.Exp], integers) is None
+
+    @tc.function
+    def traced(a: tc.Tensor) -> tc.Tensor:
+        assert fast_ops.binary(spec, a, a) is None  # traced ops go to the capture
+        return tc.sum(a * a)
+
+    traced(x)
+
+
+def test_no_grad_records_nothing() -> None:
+    x = tc.tensor(np.array(2.0), requires_grad=True)
+    with tc.no_grad():
+        y = x * x + 1.0
+    assert y._trace is None and not y.requires_grad and y.item() == 5.0
+
+
+def test_operators_and_functions_give_the_general_paths_gradients() -> None:
+    rng = np.random.default_rng(7)
+    values = [rng.uniform(0.5, 1.5, (4,)) for _ in range(3)]
+    x, y, z = (tc.tensor(v, requires_grad=True) for v in values)
+    loss = tc.sum(tc.sin(x * y + 2.0) / (1.5 - z) - tc.exp(-x) * tc.tanh(z) + 3 * y)
+    grads = tc.grad(loss, [x, y, z], executor=tc.ReferenceExecutor())
+    a, b, c = values
+    ds = np.cos(a * b + 2.0) / (1.5 - c)
+    want = [ds * b + np.exp(-a) * np.tanh(c), ds * a + 3.0,
+            np.sin(a * b + 2.0) / (1.5 - c) ** 2 - np.exp(-a) / np.cosh(c) ** 2]  # fmt: skip
+    for g, w in zip(grads, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-13)
+
+
+def test_eager_keys_are_ints_and_their_tangents_add_passes() -> None:
+    key = EagerKey(7)
+    assert key == 7 and key.index == 7 and key.passes == () and repr(key) == "EagerKey(7)"
+    tangent = key.tangent_of(2).tangent_of(5)
+    assert tangent == TangentKey(7, (2, 5)) and tangent != key

@@ -1,0 +1,130 @@
+"""The forward pass of a traced ``@tc.function``, run by the current executor.
+
+Every call of a traced signature (the tracing call too: the eager values of the trace
+are not kept, so that every call gives the same values) computes what the tape needs:
+the function's outputs and the values ``_Capture`` retained for the backward
+(contraction results and their computed operands, integer results). ``ForwardPlan``
+turns the traced graph into one ``RecordedGraph`` with those values as its outputs
+(each once, outputs first)::
+
+    traced:   x, y -> v2 = Mul(x, y) ... v8 = ReduceSum(v7)    outputs (v8,)  retained [v8]
+    forward:  the same operations                                outputs (v8,)
+
+and runs it with ``executor.run_graph``: on a ``CompiledExecutor`` the graph is lowered,
+fused and compiled like a backward program (one native program, cached per structure
+and input types in memory and on disk); on the ``ReferenceExecutor`` it is evaluated op
+by op with numpy.
+
+Integer index data is checked before any native code runs: the operations on integer
+data of the arguments (reshapes of a ``labels`` argument, say: the *prelude*) are
+evaluated with numpy first, their results passed to the program as inputs, and the
+indices of every ``Gather`` and ``ScatterAdd`` range-checked with numpy's ``IndexError``.
+When an index depends on float data (``argmax`` or ``argsort`` of computed values), it
+cannot be checked before the forward runs: such a trace replays its forward with numpy,
+op by op (what ``ReferenceExecutor`` does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tidu_compile.ad import Name
+from tidu_compile.eager import BackwardExecutor, RecordedGraph
+from tidu_compile.graph import Graph, GraphBuilder, Local, OperationNode
+from tidu_compile.ops.indexing import _Indexed
+
+__all__ = ["ForwardPlan", "evaluate_nodes"]
+
+
+def evaluate_nodes(nodes: Sequence[OperationNode], values: list[Any]) -> None:
+    """Evaluate ``nodes`` (in order) with numpy into ``values``, indexed by local id."""
+    for node in nodes:
+        # A traced graph has no parents: every input ref is Local.
+        results = node.operation.evaluate(*(values[r.id] for r in node.inputs))  # type: ignore[union-attr]
+        for local_id, result in zip(node.outputs, results, strict=True):
+            values[local_id] = np.asarray(result)
+
+
+def _is_integer(value: Any) -> bool:
+    return np.dtype(value.dtype).kind in "iub"
+
+
+class ForwardPlan:
+    """How the calls after the trace compute a traced graph's outputs and retained values.
+
+    ``graph``: the traced graph; ``retained``: the local ids the tape keeps;
+    ``traced_values``: the values of the trace's call by local id (their dtypes are
+    those of every call: dtypes are part of the trace key).
+
+    The *prelude* (operations on integer data of the arguments only, such as reshapes of
+    ``labels``) runs with numpy first; the program (``recorded``) is the rest of the
+    graph, taking the arguments and the prelude's values it reads as inputs and returning
+    the outputs and retained values it computes (``program_ids``).
+    """
+
+    def __init__(self, graph: Graph, retained: Sequence[int], traced_values: Sequence[Any]) -> None:
+        self.graph = graph
+        #: Local ids the tape needs: the outputs, then the retained values.
+        self.ids: tuple[int, ...] = tuple(dict.fromkeys((*graph.outputs, *retained)))
+        known = set(graph.inputs)  # values at hand before the program runs
+        prelude: list[OperationNode] = []
+        for node in graph.operations:
+            reads = [r.id for r in node.inputs if isinstance(r, Local)]
+            if all(i in known and _is_integer(traced_values[i]) for i in reads) and all(
+                _is_integer(traced_values[o]) for o in node.outputs
+            ):
+                prelude.append(node)
+                known.update(node.outputs)
+        self.prelude = tuple(prelude)
+        self.indexing = tuple(n for n in graph.operations if isinstance(n.operation, _Indexed))
+        #: False when an index depends on float data (``argmax`` of computed values): it
+        #: cannot be checked before the program runs, so the forward replays with numpy.
+        self.checkable = all(
+            isinstance(r, Local) and r.id in known for n in self.indexing for r in n.inputs[1:]
+        )
+        self.program_ids = tuple(i for i in self.ids if i not in known)
+        self.program_inputs: tuple[int, ...] = ()
+        self.recorded: RecordedGraph | None = None
+        if self.program_ids:
+            self._build_program(known)
+
+    def _build_program(self, known: set[int]) -> None:
+        graph, in_prelude = self.graph, {id(n) for n in self.prelude}
+        rest = [n for n in graph.operations if id(n) not in in_prelude]
+        builder = GraphBuilder()
+        local: dict[int, int] = {}
+        for i in graph.inputs:
+            local[i] = builder.add_input(graph.values[i].key.key)  # type: ignore[union-attr]
+        reads = (r.id for n in rest for r in n.inputs if isinstance(r, Local))
+        computed = [i for i in dict.fromkeys(reads) if i in known and i not in local]
+        for j, i in enumerate(computed):
+            local[i] = builder.add_input(Name(f"prelude{j}"))
+        for node in rest:
+            outputs = builder.add_operation(
+                node.operation, [local[r.id] for r in node.inputs], node.role  # type: ignore[union-attr]
+            )
+            local.update(zip(node.outputs, outputs, strict=True))
+        builder.set_outputs([local[i] for i in self.program_ids])
+        self.program_inputs = (*graph.inputs, *computed)
+        self.recorded = RecordedGraph.from_graph(builder.build())
+
+    def run(self, executor: BackwardExecutor, inputs: Sequence[Any]) -> list[Any]:
+        """The values by local id the tape needs (others may be None), the program run by
+        ``executor``; numpy's ``IndexError`` for an index out of range, raised first."""
+        values: list[Any] = [None] * len(self.graph.values)
+        for local_id, data in zip(self.graph.inputs, inputs, strict=True):
+            values[local_id] = data
+        if not self.checkable:
+            evaluate_nodes(self.graph.operations, values)
+            return values
+        evaluate_nodes(self.prelude, values)
+        for node in self.indexing:
+            node.operation.where([values[r.id] for r in node.inputs[1:]])  # type: ignore[attr-defined, union-attr]
+        if self.recorded is not None:
+            results = executor.run_graph(self.recorded, [values[i] for i in self.program_inputs])
+            for local_id, result in zip(self.program_ids, results, strict=True):
+                values[local_id] = np.asarray(result)
+        return values
