@@ -112,7 +112,7 @@ def test_fork_while_a_background_compile_runs() -> None:
     executor = CompiledExecutor(False, background=True)
     x = tc.tensor(np.ones((10, 7)), requires_grad=True)
     tc.grad(tc.sum(tc.tanh(x) * tc.exp(x)), [x], executor=executor)
-    assert executor._in_flight  # noqa: SLF001 - a worker compiles right now
+    assert executor.tiered.in_flight  # a worker compiles right now
     pid = os.fork()
     if pid == 0:  # the child: the parent's workers are not its own; it compiles anew
         status = 4
@@ -158,3 +158,24 @@ def test_workers_exit_when_the_parent_dies(tmp_path: Path) -> None:
     while any(Path(f"/proc/{p}").exists() for p in pids):
         assert time.monotonic() < deadline, "a worker outlived its parent"
         time.sleep(0.1)
+
+
+def test_a_traced_function_runs_its_forward_while_it_compiles(tmp_path: Path) -> None:
+    """``@tc.function`` runs its forward with the current executor's ``run_graph``:
+    op by op while a worker compiles the graph, natively afterwards."""
+    workload = make_w4(7, 5, composite=True)
+    executor = CompiledExecutor(tmp_path / "bg", background=True)
+    blocking = CompiledExecutor(tmp_path / "fg", background=False)
+    with tc.use_executor(blocking):
+        want = _gradients(workload, blocking, 0)
+    with tc.use_executor(executor):
+        first = _gradients(workload, executor, 0)
+        assert executor.stats.background_runs >= 2  # the forward graph and the backward node
+        assert executor.wait_for_background(timeout=300)
+        _gradients(workload, executor, 0)  # settles both
+        runs = executor.stats.background_runs
+        again = _gradients(workload, executor, 0)
+    assert executor.stats.background_runs == runs
+    for got, native, expected in zip(first, again, want, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+        np.testing.assert_array_equal(native, expected)
