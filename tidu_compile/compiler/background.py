@@ -20,6 +20,7 @@ forked child of the caller gets a new pool (the parent's workers are not its own
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import sys
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 BACKGROUND_ENV = "TIDU_COMPILE_BACKGROUND"
+#: How much lower the workers' priority is than the caller's (``os.nice``).
+NICENESS = 10
 WORKERS_ENV = "TIDU_COMPILE_WORKERS"
 
 _pool: ProcessPoolExecutor | None = None
@@ -125,7 +128,7 @@ def _get_pool() -> ProcessPoolExecutor:
             _pool = ProcessPoolExecutor(
                 workers(),
                 mp_context=multiprocessing.get_context(_start_method()),
-                initializer=_watch_parent,
+                initializer=_init_worker,
                 initargs=(os.getpid(),),
             )
         return _pool
@@ -171,8 +174,12 @@ def _compile(program: Any, digest: str | None, cache_dir: str | None) -> tuple[A
     return artifact, True
 
 
-def _watch_parent(parent: int) -> None:
-    """In a worker: exit as soon as the parent is gone (a crash leaves no orphans)."""
+def _init_worker(parent: int) -> None:
+    """In a worker: yield the CPU to the caller (``nice``: its threads, BLAS's among
+    them, come first on a busy machine), and exit as soon as the parent is gone (a
+    crash leaves no orphans)."""
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
 
     def watch() -> None:
         while os.getppid() == parent:
