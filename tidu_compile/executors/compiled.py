@@ -137,6 +137,11 @@ class _Pending:
     needed: tuple[bool, ...] | None
 
 
+def _bound(found: tuple[Any, BoundPlan] | Submitted) -> BoundPlan | Submitted:
+    """A graph's plan: the bound plan found, or what a worker still compiles."""
+    return found if isinstance(found, Submitted) else found[1]
+
+
 def _plan_bytes(compiled: Any) -> int:
     """The size the in-memory cache counts for a cached value."""
     return compiled.nbytes if isinstance(compiled, _Compiled) else 64
@@ -355,7 +360,7 @@ class CompiledExecutor(BackwardExecutor):
                     self._graph_plans[key] = plan
                 elif type(plan) is Submitted and plan.ready():
                     submitted = plan
-                    plan = self._guarded(lambda: self.tiered.collect(submitted)[1])
+                    plan = self._guarded(lambda: _bound(self.tiered.collect(submitted)))
                     self._graph_plans[key] = plan
         elif type(plan) is BoundPlan:
             self.stats.memory_hits += 1
@@ -522,9 +527,14 @@ class CompiledExecutor(BackwardExecutor):
                 return current if current is not None else pending
             args = (entry, pending.submitted.program, pending.order, pending.saved_types,
                     pending.needed)  # fmt: skip
-            compiled = self._guarded(
-                lambda: self._node_plan(*args, *self.tiered.collect(pending.submitted))
-            )
+
+            def settle() -> _Compiled | _Pending:
+                found = self.tiered.collect(pending.submitted)
+                if isinstance(found, Submitted):  # its class's code does not serve it
+                    return _Pending(found, pending.order, pending.saved_types, pending.needed)
+                return self._node_plan(*args, *found)
+
+            compiled = self._guarded(settle)
             entry.plans[signature] = compiled
             self.memory.put((entry, signature), compiled)
             return compiled
@@ -560,8 +570,7 @@ class CompiledExecutor(BackwardExecutor):
         return _Compiled(bound, sources, plan.fallback_count, nbytes, unread, needed, fast)
 
     def _graph_plan(self, program: Any) -> BoundPlan | Submitted:
-        found = self._obtain(program)
-        return found if isinstance(found, Submitted) else found[1]
+        return _bound(self._obtain(program))
 
     def _compile_here(self, program: Any, keys: Keys) -> tuple[Any, BoundPlan]:
         if self.forbid_compile:
