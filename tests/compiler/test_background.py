@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,19 @@ def _gradients(workload: Workload, executor: tc.BackwardExecutor, seed: int) -> 
     return tc.grad(workload.tidu_loss(*tensors), wrt, executor=executor)
 
 
+def _settle(executor: CompiledExecutor, step: Callable[[], object]) -> None:
+    """Wait for the workers and step until a step runs nothing on the reference path
+    (a program whose shape class's code did not serve it is compiled after it)."""
+    deadline = time.monotonic() + 300
+    while True:
+        assert executor.wait_for_background(timeout=300)
+        assert time.monotonic() < deadline, "the nodes never switched to native code"
+        runs = executor.stats.background_runs
+        step()
+        if executor.stats.background_runs == runs:
+            return
+
+
 @pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: f"{w.key} {w.recording}")
 def test_background_results_match_blocking_ones(tmp_path: Path, workload: Workload) -> None:
     executor = CompiledExecutor(tmp_path / "bg", background=True)
@@ -59,8 +73,7 @@ def test_background_results_match_blocking_ones(tmp_path: Path, workload: Worklo
         for got, want in zip(_gradients(workload, executor, seed),
                              _gradients(workload, blocking, seed), strict=True):  # fmt: skip
             np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
-    assert executor.wait_for_background(timeout=300)
-    _gradients(workload, executor, 0)  # settles: from here on native
+    _settle(executor, lambda: _gradients(workload, executor, 0))  # from here on native
     runs = executor.stats.background_runs
     for seed in range(2):
         for got, want in zip(_gradients(workload, executor, seed),
@@ -112,7 +125,7 @@ def test_fork_while_a_background_compile_runs() -> None:
     executor = CompiledExecutor(False, background=True)
     x = tc.tensor(np.ones((10, 7)), requires_grad=True)
     tc.grad(tc.sum(tc.tanh(x) * tc.exp(x)), [x], executor=executor)
-    assert executor._in_flight  # noqa: SLF001 - a worker compiles right now
+    assert executor.tiered.in_flight  # a worker compiles right now
     pid = os.fork()
     if pid == 0:  # the child: the parent's workers are not its own; it compiles anew
         status = 4
@@ -158,3 +171,46 @@ def test_workers_exit_when_the_parent_dies(tmp_path: Path) -> None:
     while any(Path(f"/proc/{p}").exists() for p in pids):
         assert time.monotonic() < deadline, "a worker outlived its parent"
         time.sleep(0.1)
+
+
+def test_a_traced_function_runs_its_forward_while_it_compiles(tmp_path: Path) -> None:
+    """``@tc.function`` runs its forward with the current executor's ``run_graph``:
+    op by op while a worker compiles the graph, natively afterwards."""
+    workload = make_w4(7, 5, composite=True)
+    executor = CompiledExecutor(tmp_path / "bg", background=True)
+    blocking = CompiledExecutor(tmp_path / "fg", background=False)
+    with tc.use_executor(blocking):
+        want = _gradients(workload, blocking, 0)
+    with tc.use_executor(executor):
+        first = _gradients(workload, executor, 0)
+        assert executor.stats.background_runs >= 2  # the forward graph and the backward node
+        _settle(executor, lambda: _gradients(workload, executor, 0))
+        runs = executor.stats.background_runs
+        again = _gradients(workload, executor, 0)
+    assert executor.stats.background_runs == runs
+    for got, native, expected in zip(first, again, want, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+        np.testing.assert_array_equal(native, expected)
+
+
+def test_new_batch_sizes_follow_their_shape_class_in_flight(tmp_path: Path) -> None:
+    """Batch sizes that come before the first one's code is back wait for it and reuse
+    it: the MLP compiles only the programs of its first batch size."""
+    from test_shape_generic import BATCHES, _mlp_loss, _params  # noqa: PLC0415
+
+    executor = CompiledExecutor(tmp_path, background=True)
+    blocking = CompiledExecutor(tmp_path / "fg", background=False)
+    rng = np.random.default_rng(0)
+    params = _params(rng)
+    batches = [(tc.tensor(rng.standard_normal((b, 48))), tc.tensor(rng.standard_normal((b, 10))))
+               for b in BATCHES]  # fmt: skip
+    for x, y in batches:  # every size on the reference path, all before any code is back
+        tc.grad(_mlp_loss(x, y, *params), params, executor=executor)
+    _settle(executor, lambda: [tc.grad(_mlp_loss(x, y, *params), params, executor=executor)
+                               for x, y in batches])  # fmt: skip
+    for x, y in batches:
+        blocking_grads = tc.grad(_mlp_loss(x, y, *params), params, executor=blocking)
+        for got, want in zip(tc.grad(_mlp_loss(x, y, *params), params, executor=executor),
+                             blocking_grads, strict=True):  # fmt: skip
+            np.testing.assert_array_equal(got, want)
+    assert executor.stats.compiles == blocking.stats.compiles, (executor.stats, blocking.stats)

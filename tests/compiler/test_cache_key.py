@@ -12,7 +12,7 @@ import pytest
 import xdsl
 
 import tidu_compile as tc
-from tidu_compile.compiler import pipeline
+from tidu_compile.compiler import native as pipeline  # the keys live in compiler.native
 from tidu_compile.executors.compiled import CompiledExecutor, CompileForbiddenError
 
 
@@ -50,7 +50,7 @@ def test_an_upgrade_never_loads_a_kernel_of_the_old_version(
     if upgrade == "project":
         monkeypatch.setattr(tc, "__version__", "99.0")
     else:
-        monkeypatch.setattr(pipeline, "installed_version", lambda package: "99.0")
+        monkeypatch.setattr(pipeline, "installed_version", lambda name: "99.0")
     with pytest.raises(CompileForbiddenError):
         gradient(CompiledExecutor(tmp_path, forbid_compile=True))
 

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,8 @@ from tidu_compile.tools.examples import EXAMPLES
 
 import tidu_compile as tc
 from tidu_compile.compiler import cache as cache_module
-from tidu_compile.compiler import pipeline
+from tidu_compile.compiler import native, pipeline
+from tidu_compile.compiler.store import CLASS_PREFIX
 from tidu_compile.executors.compiled import CompiledExecutor
 from tidu_compile.ops import Mul, Scale
 from tidu_compile.ops.base import TensorOp, apply, linear
@@ -72,7 +73,12 @@ def damaged_copy(filled: Path, tmp_path: Path, damage: Any) -> tuple[Path, int]:
     entries = sorted(directory.glob("*.tidu"))
     for i, path in enumerate(entries):
         path.write_bytes(damage(i, path.read_bytes()))
-    return directory, len(entries)
+    return directory, len(_programs(entries))
+
+
+def _programs(entries: list[Path]) -> list[Path]:
+    """The entries of programs (one per compile), not of shape classes (``class-*``)."""
+    return [p for p in entries if not p.name.startswith(CLASS_PREFIX)]
 
 
 def _blob(payload: bytes) -> bytes:
@@ -117,14 +123,18 @@ class _FakeArtifact:
 def test_artifact_with_broken_object_code_is_recompiled(filled: Path, tmp_path: Path) -> None:
     """Right digest and plan, but object code that cannot be loaded: a miss, not a crash."""
 
+    def broken(artifact: Any) -> Any:
+        if artifact.object_code is None:
+            return artifact
+        return pipeline.Artifact(artifact.digest, artifact.plan, b"\x7fELF" + b"\0" * 60,
+                                 artifact.symbols, {}, artifact.baked)  # fmt: skip
+
     def break_code(i: int, blob: bytes) -> bytes:
         header = len(cache_module._MAGIC) + hashlib.sha256().digest_size  # noqa: SLF001
-        artifact = pickle.loads(blob[header:])
-        if artifact.object_code is None:
-            return blob
-        broken = pipeline.Artifact(artifact.digest, artifact.plan, b"\x7fELF" + b"\0" * 60,
-                                   artifact.symbols)  # fmt: skip
-        return _blob(pickle.dumps(broken))
+        stored = pickle.loads(blob[header:])
+        if isinstance(stored, tuple):  # a shape class's representatives
+            stored = tuple(replace(r, artifact=broken(r.artifact)) for r in stored)
+        return _blob(pickle.dumps(broken(stored) if not isinstance(stored, tuple) else stored))
 
     directory, count = damaged_copy(filled, tmp_path, break_code)
     # A fresh process: this one already has the real kernels loaded under those symbols.
@@ -139,10 +149,10 @@ def test_entries_of_another_cpu_or_llvmlite_are_never_used(
     """The key covers llvmlite's version, the triple, CPU name and features."""
     real = pipeline.environment_fingerprint()
     for fake in ("llvmlite 0.1|x86_64-unknown-linux-gnu|znver9|+avx1024", real + "|other"):
-        monkeypatch.setattr(pipeline, "environment_fingerprint", lambda fake=fake: fake)
+        monkeypatch.setattr(native, "environment_fingerprint", lambda fake=fake: fake)
         run_quietly(CompiledExecutor(tmp_path))
-    written = len(list(tmp_path.glob("*.tidu")))
-    monkeypatch.setattr(pipeline, "environment_fingerprint", lambda: real)
+    written = len(_programs(list(tmp_path.glob("*.tidu"))))
+    monkeypatch.setattr(native, "environment_fingerprint", lambda: real)
     executor = CompiledExecutor(tmp_path)
     assert run_quietly(executor) == []
     assert executor.stats.disk_hits == 0 and executor.stats.compiles == written // 2
@@ -264,7 +274,7 @@ def test_failing_bind_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_engine(artifact: Any) -> Any:
         raise OSError("injected: cannot map executable memory")
 
-    monkeypatch.setattr(pipeline, "bind", no_engine)
+    monkeypatch.setattr(native, "bind", no_engine)
     executor = CompiledExecutor(cache_dir=False)
     caught = run_quietly(executor)
     assert caught and executor.stats.fallbacks == len(executor.stats.errors) > 0

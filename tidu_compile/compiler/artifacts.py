@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tidu_compile.compiler import pipeline
+from tidu_compile.compiler import native
 from tidu_compile.compiler.baked import NotInstantiable, instantiate
 from tidu_compile.compiler.cache import DiskCache
 from tidu_compile.compiler.generic import Abstraction, abstract
@@ -46,12 +46,12 @@ class Keys:
 
     @staticmethod
     def of(program: NodeProgram) -> Keys:
-        return Keys(pipeline.program_digest(program), abstract(program))
+        return Keys(native.program_digest(program), abstract(program))
 
     @property
     def generic(self) -> str:
         return generic_digest(
-            pipeline.code_fingerprint(), pipeline.environment_fingerprint(), self.abstraction
+            native.code_fingerprint(), native.environment_fingerprint(), self.abstraction
         )
 
 
@@ -59,7 +59,7 @@ def fits(artifact: Any, digest: str, program: NodeProgram) -> bool:
     """A disk artifact made for ``program``: its plan takes the program's argument types."""
     plan = getattr(artifact, "plan", None)
     return (
-        pipeline.artifact_matches(artifact, digest)
+        native.artifact_matches(artifact, digest)
         and plan is not None
         and getattr(plan, "arg_count", None) == program.arg_count
         and tuple(plan.types[: program.arg_count]) == program.types[: program.arg_count]
@@ -67,12 +67,15 @@ def fits(artifact: Any, digest: str, program: NodeProgram) -> bool:
 
 
 class Artifacts:
-    """The artifacts of one executor: ``disk`` (or None), its shape classes, its ``stats``."""
+    """The artifacts of one executor: ``disk`` (or None), its ``stats``, and its shape
+    classes' representatives in memory (bounded like its plans)."""
 
-    def __init__(self, disk: DiskCache | None, stats: Any) -> None:
+    def __init__(
+        self, disk: DiskCache | None, stats: Any, max_classes: int, max_bytes: int | None
+    ) -> None:
         self.disk = disk
         self.stats = stats
-        self.generic = GenericStore()
+        self.generic = GenericStore(max_classes, max_bytes)
 
     def load(self, program: NodeProgram, keys: Keys) -> tuple[Any, BoundPlan] | None:
         """``program``'s artifact and bound plan without compiling, else None."""
@@ -86,7 +89,7 @@ class Artifacts:
         if artifact is None or not fits(artifact, keys.digest, program):
             return None
         try:
-            bound = pipeline.bind(artifact)
+            bound = native.bind(artifact)
         except Exception:  # noqa: BLE001 - a damaged entry is a miss: compile it again
             return None
         self.stats.disk_hits += 1
@@ -97,26 +100,39 @@ class Artifacts:
 
     def compile(self, program: NodeProgram, keys: Keys) -> tuple[Any, BoundPlan]:
         """Compile ``program`` here, store it, and bind it."""
+        from tidu_compile.compiler import pipeline  # the compiler itself: xDSL (~0.4 s)
+
         start = time.perf_counter()
         artifact = pipeline.compile_program(program, keys.digest)
         self.stats.compile_seconds += time.perf_counter() - start
         if self.disk is not None:
             self.disk.put(keys.digest, artifact)
-        return self.adopt(keys, artifact, timed=True)
+        self._count_compile(artifact)
+        return self._keep(keys, artifact)
 
-    def adopt(self, keys: Keys, artifact: Any, timed: bool = False) -> tuple[Any, BoundPlan]:
-        """Count and keep an artifact compiled for ``keys`` (here, or by a worker that
-        stored it on disk already), and bind it."""
-        self.stats.compiles += 1
-        if not timed:
+    def adopt(self, keys: Keys, artifact: Any, compiled: bool) -> tuple[Any, BoundPlan]:
+        """Keep and bind an artifact made for ``keys`` elsewhere (a background worker,
+        which stored it on disk already): ``compiled``, or found on the worker's disk;
+        counted as such."""
+        if compiled:
             self.stats.compile_seconds += sum(artifact.stage_seconds.values())
+            self._count_compile(artifact)
+        else:
+            self.stats.disk_hits += 1
+        return self._keep(keys, artifact)
+
+    def _count_compile(self, artifact: Any) -> None:
+        self.stats.compiles += 1
         for stage, seconds in artifact.stage_seconds.items():
             self.stats.stage_seconds[stage] = self.stats.stage_seconds.get(stage, 0.0) + seconds
+
+    def _keep(self, keys: Keys, artifact: Any) -> tuple[Any, BoundPlan]:
+        """Make ``artifact`` a representative of its class (in memory, on disk); bind it."""
         rep = representative(keys.generic, artifact, keys.abstraction)
         self.generic.add(keys.abstraction, rep)
         if self.disk is not None and len(rep.fixed) < len(rep.binding):
             self.disk.put(rep.digest, (*self._stored(rep.digest)[1 - PER_CLASS :], rep))
-        return artifact, pipeline.bind(artifact)
+        return artifact, native.bind(artifact)
 
     def _stored(self, key: str) -> tuple[Representative, ...]:
         """The representatives the disk cache holds under the class digest ``key``."""
@@ -144,9 +160,9 @@ class Artifacts:
             plan = instantiate(source.plan, rep.binding, binding)
             if plan.types[: program.arg_count] != program.types[: program.arg_count]:
                 raise NotInstantiable("argument types differ")
-            artifact = pipeline.Artifact(keys.digest, plan, source.object_code, source.symbols,
+            artifact = native.Artifact(keys.digest, plan, source.object_code, source.symbols,
                                          {}, source.baked)  # fmt: skip
-            bound = pipeline.bind(artifact)
+            bound = native.bind(artifact)
         except Exception:  # noqa: BLE001 - not instantiable, or a damaged entry: compile
             return None
         if from_disk:

@@ -8,9 +8,11 @@ artifact arrives; then it binds the object code and runs natively from the next 
 on (``executors.compiled``). The worker also stores the artifact in the disk cache, so
 other processes find it there.
 
-Workers are forked where ``fork`` exists (ready in ~4 ms: they inherit the imported
-compiler; ``tidu_compile.forksafe`` makes forking with threads safe) and spawned
-elsewhere (~0.5 s to import the compiler). There are ``TIDU_COMPILE_WORKERS`` of them
+Workers are forked when safe (``_start_method``: on Linux, when no other thread of the
+caller's may be inside BLAS; ``tidu_compile.forksafe`` handles this library's own
+threads), ready in a few ms, and spawned otherwise. Either way they import the
+compiler (xDSL, ~0.4 s) while the caller starts (``prewarm``): the caller itself never
+imports it. There are ``TIDU_COMPILE_WORKERS`` of them
 (default: the CPU count minus one, at least 1, at most 4), started on first use and
 shared by every executor of the process. A worker exits when its parent dies. A
 forked child of the caller gets a new pool (the parent's workers are not its own).
@@ -18,6 +20,7 @@ forked child of the caller gets a new pool (the parent's workers are not its own
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import sys
@@ -28,12 +31,20 @@ from typing import Any
 
 from tidu_compile import forksafe
 
-__all__ = ["BACKGROUND_ENV", "WORKERS_ENV", "default_enabled", "generation", "submit", "workers"]
+__all__ = [
+    "BACKGROUND_ENV", "WORKERS_ENV", "await_environment", "default_enabled",
+    "environment_known", "generation",
+    "prewarm", "submit",
+    "workers",
+]
 
 BACKGROUND_ENV = "TIDU_COMPILE_BACKGROUND"
+#: How much lower the workers' priority is than the caller's (``os.nice``).
+NICENESS = 10
 WORKERS_ENV = "TIDU_COMPILE_WORKERS"
 
 _pool: ProcessPoolExecutor | None = None
+_environment: Future | None = None  # the environment fingerprint, from a worker
 _pool_lock = forksafe.Lock()
 _generation = 0
 
@@ -62,35 +73,113 @@ def generation() -> int:
     return _generation
 
 
-def submit(program: Any, digest: str, cache_dir: str | None) -> Future:
-    """A future of the ``pipeline.Artifact`` of ``program``, compiled in a worker."""
+def prewarm() -> None:
+    """Get ready: start the workers now, from this thread; the first one computes the
+    environment fingerprint the program keys need (llvmlite, ~25 ms, then not in the
+    caller: ``learn_environment``) and they import the compiler (xDSL, ~0.4 s) before
+    the first program arrives."""
+    global _environment
+    from tidu_compile.compiler import native
+
+    pool = _get_pool()
+    if _environment is None and not native._environment:  # noqa: SLF001 - its cache
+        _environment = pool.submit(native.environment_fingerprint)
+    for _ in range(workers()):
+        pool.submit(_import_compiler)
+
+
+def environment_known() -> bool:
+    """Whether the caller has the environment fingerprint (or can have it at once)."""
+    from tidu_compile.compiler import native
+
+    if native._environment:  # noqa: SLF001 - its cache
+        return True
+    if _environment is not None and _environment.done():
+        await_environment()
+        return True
+    return False
+
+
+def await_environment(timeout: float = 10.0) -> None:
+    """Before the caller's first program key: adopt the worker's environment
+    fingerprint (computed meanwhile; else, after ``timeout``, the caller computes it)."""
+    global _environment
+    future, _environment = _environment, None
+    if future is None:
+        return
+    from tidu_compile.compiler import native
+
+    try:
+        native.learn_environment(future.result(timeout))
+    except Exception:  # noqa: BLE001 - a slow or broken worker: compute it here
+        native.environment_fingerprint()
+
+
+def submit(program: Any, digest: str | None, cache_dir: str | None) -> Future:
+    """A future of ``(native.Artifact, compiled)`` for ``program``, from a worker
+    (``_compile``)."""
+    return _get_pool().submit(_compile, program, digest, cache_dir)
+
+
+def _get_pool() -> ProcessPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            method = "fork" if sys.platform == "linux" else "spawn"
             _pool = ProcessPoolExecutor(
                 workers(),
-                mp_context=multiprocessing.get_context(method),
-                initializer=_watch_parent,
+                mp_context=multiprocessing.get_context(_start_method()),
+                initializer=_init_worker,
                 initargs=(os.getpid(),),
             )
-        pool = _pool
-    return pool.submit(_compile, program, digest, cache_dir)
+        return _pool
 
 
-def _compile(program: Any, digest: str, cache_dir: str | None) -> Any:
-    """In a worker: compile, store on disk (for other processes), return the artifact."""
-    from tidu_compile.compiler import pipeline
+def _start_method() -> str:
+    """``fork`` when safe, else ``spawn``. Forking is safe on Linux from a process whose
+    other threads are all this library's (idle kernel threads, the prewarm thread):
+    ``tidu_compile.forksafe`` renews their locks. Another thread may be inside a BLAS
+    call, and OpenBLAS stops its thread pool at ``fork``: that caller would spin
+    forever, so then the workers are spawned (~0.5 s until ready, off the caller's
+    path)."""
+    if sys.platform != "linux":
+        return "spawn"
+    me = threading.current_thread()
+    ours = ("tidu-kernel", "tidu-compile")
+    others = [t for t in threading.enumerate() if t is not me and not t.name.startswith(ours)]
+    return "spawn" if others else "fork"
+
+
+def _import_compiler() -> None:
+    """In a worker: import the compiler before the first program comes."""
+    from tidu_compile.compiler import pipeline  # noqa: F401
+
+
+def _compile(program: Any, digest: str | None, cache_dir: str | None) -> tuple[Any, bool]:
+    """In a worker: ``(artifact, True)`` compiled and stored on disk (for other
+    processes); without a ``digest`` (the caller did not key the program: a cold
+    process), first the disk's artifact ``(artifact, False)`` if it has one."""
+    from tidu_compile.compiler import native, pipeline
+    from tidu_compile.compiler.artifacts import fits
     from tidu_compile.compiler.cache import DiskCache
 
+    disk = DiskCache(cache_dir) if cache_dir is not None else None
+    if digest is None:
+        digest = native.program_digest(program)
+        stored = disk.get(digest) if disk is not None else None
+        if stored is not None and fits(stored, digest, program):
+            return stored, False
     artifact = pipeline.compile_program(program, digest)
-    if cache_dir is not None:
-        DiskCache(cache_dir).put(digest, artifact)
-    return artifact
+    if disk is not None:
+        disk.put(digest, artifact)
+    return artifact, True
 
 
-def _watch_parent(parent: int) -> None:
-    """In a worker: exit as soon as the parent is gone (a crash leaves no orphans)."""
+def _init_worker(parent: int) -> None:
+    """In a worker: yield the CPU to the caller (``nice``: its threads, BLAS's among
+    them, come first on a busy machine), and exit as soon as the parent is gone (a
+    crash leaves no orphans)."""
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -102,8 +191,9 @@ def _watch_parent(parent: int) -> None:
 
 def _forget_pool() -> None:
     """In a forked child: the parent's workers and futures are not the child's."""
-    global _pool, _generation
+    global _pool, _generation, _environment
     _pool = None
+    _environment = None
     _generation += 1
 
 

@@ -17,26 +17,23 @@ program's types and of its ops' shape fields (``shape``, ``operand_shape``,
 Programs with equal abstract texts differ only in the binding (the values of
 ``s0, s1, ...``; equal extents share one name, so the pattern of equalities is part of
 the class). Which of the names the compiled code really fixes is decided once per
-compiled representative (``compiler.store``): ``baked_integers`` lists every integer
-the kernels' loop nests spell out, an over-approximation of what they depend on.
+compiled representative (``compiler.store``): ``plan_builder.baked_integers`` lists
+every integer the kernels' loop nests spell out, an over-approximation of what they
+depend on.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-
-from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import IndexType, MemRefType
 
 from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.ops.base import TensorType
 
 __all__ = [
-    "SHAPE_FIELDS", "Abstraction", "abstract", "baked_integers", "map_shape_fields",
+    "SHAPE_FIELDS", "Abstraction", "abstract", "integers", "map_shape_fields",
     "other_field_integers",
 ]
 
@@ -133,43 +130,12 @@ def other_field_integers(op: Any) -> set[int]:
     text = " ".join(
         repr(getattr(op, f.name)) for f in dataclasses.fields(op) if f.name not in SHAPE_FIELDS
     )
-    return _integers(text)
+    return integers(text)
 
 
 _INTEGER = re.compile(r"(?<![\w.])\d+(?![\w.])")
-_LEADING = re.compile(r"^memref<\d+")
 
 
-def _integers(text: str) -> set[int]:
+def integers(text: str) -> set[int]:
+    """The integers spelled in ``text`` (not inside names nor floats' digits)."""
     return {int(token) for token in _INTEGER.findall(text)}
-
-
-def baked_integers(kernel_functions: Iterable[func.FuncOp]) -> frozenset[int]:
-    """Every integer the kernel functions (``loops`` form) spell out, but
-    the leading extents of a chunked kernel's argument types.
-
-    A chunked kernel (one taking a ``[lo, hi)`` range of domain dimension 0) addresses
-    its arguments with the strides of their inner dimensions, so their leading extents
-    do not reach its code; every other integer (loop bounds, inner extents, layouts,
-    offsets, the sizes of local buffers) may. Unused constants (the bound of the
-    chunked loop, which ``[lo, hi)`` replaced) are left out. An extent absent from this set can vary
-    without changing the machine code.
-    """
-    found: set[int] = set()
-    for function in kernel_functions:
-        function = function.clone()
-        for op in list(function.walk()):  # a bound the chunked loop replaced by [lo, hi)
-            if isinstance(op, arith.ConstantOp) and not op.result.uses:
-                op.detach()
-                op.erase()
-        text = str(function)
-        arg_types = function.function_type.inputs.data
-        chunked = len(arg_types) >= 2 and all(isinstance(t, IndexType) for t in arg_types[-2:])
-        if chunked:
-            for t in {str(t) for t in arg_types if isinstance(t, MemRefType) and t.get_shape()}:
-                text = text.replace(t, _LEADING.sub("memref<?", t))
-        for op in function.walk():
-            if isinstance(op, memref.AllocOp | memref.AllocaOp):
-                found.update(op.results[0].type.get_shape())  # type: ignore[attr-defined]
-        found |= _integers(text)
-    return frozenset(found)

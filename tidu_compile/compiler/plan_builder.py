@@ -16,6 +16,9 @@ Anything else in ``@node`` is an error naming the op: nothing falls through.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 import numpy as np
 from xdsl.dialects import arith, bufferization, func, memref
 from xdsl.dialects.builtin import (
@@ -29,6 +32,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 
+from tidu_compile.compiler.generic import integers
 from tidu_compile.compiler.plan import KernelStep, LibraryStep, Plan
 from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.compiler.to_tidu import UnloweredOpError, dtype_name, op_type, primitive_of
@@ -37,7 +41,7 @@ from tidu_compile.ops.base import TensorType
 from tidu_compile.passes.tidu_loop_access import FILL_ATTR
 from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 
-__all__ = ["LIBRARY_BY_DESIGN", "build_plan", "node_function"]
+__all__ = ["LIBRARY_BY_DESIGN", "baked_integers", "build_plan", "node_function"]
 
 #: tidu ops that run as numpy library calls by design (BLAS, layout changes, scans,
 #: sorting, argmax and argmin); any other tidu op left outside a kernel is a fallback
@@ -190,3 +194,37 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
     present = iter(returned)
     results = tuple(None if r is None else next(present) for r in program.results)
     return Plan(program.arg_count, tuple(types), tuple(steps), results)
+
+
+_LEADING = re.compile(r"^memref<\d+")
+
+
+def baked_integers(kernel_functions: Iterable[func.FuncOp]) -> frozenset[int]:
+    """Every integer the kernel functions (``loops`` form) spell out, but
+    the leading extents of a chunked kernel's argument types.
+
+    A chunked kernel (one taking a ``[lo, hi)`` range of domain dimension 0) addresses
+    its arguments with the strides of their inner dimensions, so their leading extents
+    do not reach its code; every other integer (loop bounds, inner extents, layouts,
+    offsets, the sizes of local buffers) may. Unused constants (the bound of the
+    chunked loop, which ``[lo, hi)`` replaced) are left out. An extent absent from this set can vary
+    without changing the machine code.
+    """
+    found: set[int] = set()
+    for function in kernel_functions:
+        function = function.clone()
+        for op in list(function.walk()):  # a bound the chunked loop replaced by [lo, hi)
+            if isinstance(op, arith.ConstantOp) and not op.result.uses:
+                op.detach()
+                op.erase()
+        text = str(function)
+        arg_types = function.function_type.inputs.data
+        chunked = len(arg_types) >= 2 and all(isinstance(t, IndexType) for t in arg_types[-2:])
+        if chunked:
+            for t in {str(t) for t in arg_types if isinstance(t, MemRefType) and t.get_shape()}:
+                text = text.replace(t, _LEADING.sub("memref<?", t))
+        for op in function.walk():
+            if isinstance(op, memref.AllocOp | memref.AllocaOp):
+                found.update(op.results[0].type.get_shape())  # type: ignore[attr-defined]
+        found |= integers(text)
+    return frozenset(found)

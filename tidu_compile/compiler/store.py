@@ -18,13 +18,21 @@ programs), beside the concrete artifacts.
 
 from __future__ import annotations
 
+import contextlib
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from tidu_compile.compiler.cache import cache_key
 from tidu_compile.compiler.generic import Abstraction, other_field_integers
 from tidu_compile.compiler.plan import KernelStep, LibraryStep
 
-__all__ = ["PER_CLASS", "GenericStore", "Representative", "generic_digest", "representative"]
+__all__ = [
+    "CLASS_PREFIX", "PER_CLASS", "GenericStore", "Representative", "generic_digest",
+    "representative",
+]
+
+#: Disk keys of shape classes start with it (``class-<sha256>.tidu``).
+CLASS_PREFIX = "class-"
 
 #: Representatives kept per class before the oldest goes (specialisations are rare).
 PER_CLASS = 8
@@ -32,7 +40,7 @@ PER_CLASS = 8
 
 @dataclass(frozen=True)
 class Representative:
-    """A compiled program of a class: ``artifact`` (a ``pipeline.Artifact``) compiled for
+    """A compiled program of a class: ``artifact`` (a ``native.Artifact``) compiled for
     ``binding``; a program of the class may reuse it iff its binding agrees at ``fixed``."""
 
     digest: str  # generic_digest of the class
@@ -48,7 +56,7 @@ class Representative:
 
 def generic_digest(code: str, environment: str, abstraction: Abstraction) -> str:
     """The disk key of a class: never equal to a concrete program's (``generic`` tag)."""
-    return cache_key("generic", code, environment, abstraction.text)
+    return CLASS_PREFIX + cache_key("generic", code, environment, abstraction.text)
 
 
 def representative(digest: str, artifact: object, abstraction: Abstraction) -> Representative:
@@ -79,25 +87,44 @@ def representative(digest: str, artifact: object, abstraction: Abstraction) -> R
 
 
 class GenericStore:
-    """Representatives by class text, in memory (bounded by ``max_classes``)."""
+    """Representatives by class text, in memory: an LRU of classes bounded by
+    ``max_classes`` and by ``max_bytes`` of object code (None: no byte bound), as the
+    executor's plan cache is; evicted classes come back from disk."""
 
-    def __init__(self, max_classes: int = 4096) -> None:
+    def __init__(self, max_classes: int = 1024, max_bytes: int | None = None) -> None:
         self.max_classes = max_classes
-        self._classes: dict[str, list[Representative]] = {}
+        self.max_bytes = max_bytes
+        self.total_bytes = 0
+        self._classes: OrderedDict[str, list[Representative]] = OrderedDict()
 
     def find(self, abstraction: Abstraction) -> Representative | None:
         """A representative whose code serves ``abstraction``'s binding, else None."""
-        for candidate in self._classes.get(abstraction.text, ()):
+        reps = self._classes.get(abstraction.text)
+        for candidate in reps or ():
             if candidate.serves(abstraction.binding):
+                with contextlib.suppress(KeyError):  # another thread evicted it meanwhile
+                    self._classes.move_to_end(abstraction.text)
                 return candidate
         return None
 
     def add(self, abstraction: Abstraction, rep: Representative) -> None:
-        if len(self._classes) >= self.max_classes:
-            self._classes.clear()  # bounded; representatives come back from disk
         reps = self._classes.setdefault(abstraction.text, [])
         reps.append(rep)
+        self.total_bytes += _size(rep)
+        for old in reps[:-PER_CLASS]:
+            self.total_bytes -= _size(old)
         del reps[:-PER_CLASS]
+        self._classes.move_to_end(abstraction.text)
+        while len(self._classes) > 1 and (
+            len(self._classes) > self.max_classes
+            or (self.max_bytes is not None and self.total_bytes > self.max_bytes)
+        ):
+            _, evicted = self._classes.popitem(last=False)
+            self.total_bytes -= sum(_size(r) for r in evicted)
 
     def __len__(self) -> int:
         return sum(len(reps) for reps in self._classes.values())
+
+
+def _size(rep: Representative) -> int:
+    return len(getattr(rep.artifact, "object_code", None) or b"") + 512

@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +51,7 @@ from tidu_compile.compiler.program import (
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.executors.reference import ReferenceExecutor, cotangent_count_error
+from tidu_compile.executors.tiered import Submitted, Tiered
 from tidu_compile.executors.type_problem import type_problem
 from tidu_compile.graph import ValueKey
 from tidu_compile.ops.base import TensorType, type_of
@@ -128,16 +128,18 @@ class _Compiled:
 
 @dataclass(frozen=True, eq=False)
 class _Pending:
-    """A node's plan being compiled by a background worker: until ``future`` is done,
-    the node runs on the reference path."""
+    """A node's plan being compiled by a background worker: until it is ready, the
+    node runs on the reference path."""
 
-    future: futures.Future
-    generation: int  # ``background.generation()`` at submission
-    program: Any
-    keys: Keys
+    submitted: Submitted
     order: tuple[ValueKey, ...]
     saved_types: tuple[TensorType | None, ...]
     needed: tuple[bool, ...] | None
+
+
+def _bound(found: tuple[Any, BoundPlan] | Submitted) -> BoundPlan | Submitted:
+    """A graph's plan: the bound plan found, or what a worker still compiles."""
+    return found if isinstance(found, Submitted) else found[1]
 
 
 def _plan_bytes(compiled: Any) -> int:
@@ -203,12 +205,14 @@ class CompiledExecutor(BackwardExecutor):
         self._entries_by_graph: dict[tuple[int, tuple[int, ...]], _NodeEntry] = {}
         self._lock = forksafe.RLock()
         self._reference = ReferenceExecutor()
-        self.artifacts = Artifacts(self.disk, self.stats)
+        self.artifacts = Artifacts(self.disk, self.stats, memory_entries, memory_bytes)
         self.background = _background.default_enabled() if background is None else bool(
             background
         )
-        #: Background compiles in flight, by program digest (one per program).
-        self._in_flight: dict[str, tuple[futures.Future, int]] = {}
+        if self.background:
+            _background.prewarm()
+        #: Programs handed to background workers (``executors.tiered``).
+        self.tiered = Tiered(self.artifacts, self._compile_here, self.disk)
         #: ``run_graph``'s plans by (graph structure, input types).
         self._graph_plans: dict[Hashable, Any] = {}
 
@@ -346,18 +350,23 @@ class CompiledExecutor(BackwardExecutor):
             return super().run_graph(graph, inputs)
         key = (graph.structure, types)
         plan = self._graph_plans.get(key)
-        if plan is None:
+        if plan is None or (type(plan) is Submitted and plan.ready()):
             with self._lock:  # single flight, as for backward plans
                 plan = self._graph_plans.get(key)
                 if plan is None:
-                    plan = self._guarded(
-                        lambda: self._load_or_compile(graph_program(graph, types))[1]
-                    )
+                    plan = self._guarded(lambda: self._graph_plan(graph_program(graph, types)))
                     if len(self._graph_plans) >= self.memory.max_entries:
                         self._graph_plans.clear()  # bounded; plans come back from disk
                     self._graph_plans[key] = plan
-        elif plan is not _REFERENCE_ONLY:
+                elif type(plan) is Submitted and plan.ready():
+                    submitted = plan
+                    plan = self._guarded(lambda: _bound(self.tiered.collect(submitted)))
+                    self._graph_plans[key] = plan
+        elif type(plan) is BoundPlan:
             self.stats.memory_hits += 1
+        if type(plan) is Submitted:  # compiling in the background: evaluate op by op
+            self.stats.background_runs += 1
+            return super().run_graph(graph, inputs)
         if plan is _REFERENCE_ONLY:
             self.stats.fallbacks += 1
             return super().run_graph(graph, inputs)
@@ -485,47 +494,44 @@ class CompiledExecutor(BackwardExecutor):
         program = node_program(
             entry.recorded, entry.linear, seed_types, order, saved_types, needed, entry.transposed
         )
+        found = self._obtain(program)
+        if isinstance(found, Submitted):
+            return _Pending(found, order, saved_types, needed)
+        return self._node_plan(entry, program, order, saved_types, needed, *found)
+
+    def _obtain(self, program: Any) -> tuple[Any, BoundPlan] | Submitted:
+        """``program``'s artifact and bound plan: found (``compiler.artifacts``), else
+        compiled here, or with ``background`` handed to a worker."""
+        if self.background and not self.forbid_compile and not _background.environment_known():
+            # A cold process: nothing is in memory yet; the worker keys the program,
+            # looks on disk and compiles, and the caller needs no llvmlite meanwhile.
+            return self.tiered.submit(program, None)
+        if self.background:
+            _background.await_environment()
         keys = Keys.of(program)
         found = self.artifacts.load(program, keys)
         if found is not None:
-            return self._node_plan(entry, program, order, saved_types, needed, *found)
-        if not self.background:
-            found = self._compile_here(program, keys)
-            return self._node_plan(entry, program, order, saved_types, needed, *found)
-        if self.forbid_compile:
-            self._compile_here(program, keys)  # raises
-        disk = self.disk
-        cache_dir = str(disk.directory) if disk is not None and disk.enabled else None
-        generation = _background.generation()
-        future, submitted = self._in_flight.get(keys.digest, (None, -1))
-        if future is None or submitted != generation:
-            future = _background.submit(program, keys.digest, cache_dir)
-            self._in_flight[keys.digest] = (future, generation)
-        return _Pending(future, generation, program, keys, order, saved_types, needed)
+            return found
+        if not self.background or self.forbid_compile:
+            return self._compile_here(program, keys)
+        return self.tiered.submit(program, keys)
 
     def _settle(self, entry: _NodeEntry, signature: Hashable, pending: _Pending) -> Any:
         """``pending``'s plan once its worker is done (else ``pending`` itself): bound,
-        cached, from now on run natively. A worker that failed (or a pool that broke)
-        makes the node compile here, which reports a real compile error as usual."""
-        future = pending.future
-        stale = pending.generation != _background.generation()  # forked: never done
-        if not (future.done() or stale):
+        cached, from now on run natively."""
+        if not pending.submitted.ready():
             return pending
         with self._lock:
             current = entry.plans.get(signature)
             if current is not pending:  # another thread settled it
                 return current if current is not None else pending
-            self._in_flight.pop(pending.keys.digest, None)
-            args = (entry, pending.program, pending.order, pending.saved_types, pending.needed)
+            args = (entry, pending.submitted.program, pending.order, pending.saved_types,
+                    pending.needed)  # fmt: skip
 
-            def settle() -> _Compiled:
-                artifact = None if stale or future.exception() else future.result()
-                found = (
-                    self.artifacts.adopt(pending.keys, artifact)
-                    if artifact is not None
-                    else self.artifacts.load(pending.program, pending.keys)
-                    or self._compile_here(pending.program, pending.keys)
-                )
+            def settle() -> _Compiled | _Pending:
+                found = self.tiered.collect(pending.submitted)
+                if isinstance(found, Submitted):  # its class's code does not serve it
+                    return _Pending(found, pending.order, pending.saved_types, pending.needed)
                 return self._node_plan(*args, *found)
 
             compiled = self._guarded(settle)
@@ -537,9 +543,7 @@ class CompiledExecutor(BackwardExecutor):
         """Wait until the background compiles this executor started are done (True),
         or ``timeout`` seconds pass (False). Nodes switch to native code on their next
         call."""
-        pending = [future for future, _ in self._in_flight.values()]
-        _, not_done = futures.wait(pending, timeout=timeout)
-        return not not_done
+        return self.tiered.wait(timeout)
 
     def _node_plan(
         self,
@@ -565,11 +569,8 @@ class CompiledExecutor(BackwardExecutor):
         fast = build_fast_call(bound, sources, unread).function
         return _Compiled(bound, sources, plan.fallback_count, nbytes, unread, needed, fast)
 
-    def _load_or_compile(self, program: Any) -> tuple[Any, BoundPlan]:
-        """The artifact and bound plan of ``program``: found (``compiler.artifacts``),
-        else compiled here (``CompileForbiddenError`` if ``forbid_compile``)."""
-        keys = Keys.of(program)
-        return self.artifacts.load(program, keys) or self._compile_here(program, keys)
+    def _graph_plan(self, program: Any) -> BoundPlan | Submitted:
+        return _bound(self._obtain(program))
 
     def _compile_here(self, program: Any, keys: Keys) -> tuple[Any, BoundPlan]:
         if self.forbid_compile:
