@@ -11,7 +11,11 @@ Each runner starts in a fresh process (``python -m tidu_compile.tools.bench.trai
 SPEC``) with an empty tidu cache directory, so the wall time includes every compile:
 
 * ``tidu per-op`` and ``tidu @tc.function``: ``tc.grad`` on the default
-  ``CompiledExecutor``; compiles are its ``stats.compiles``;
+  ``CompiledExecutor`` (background compilation: a node runs on the reference path
+  until a worker has compiled it); compiles are its ``stats.compiles`` (made on the
+  calling thread), ``on reference`` its ``stats.background_runs``;
+* ``tidu @tc.function, blocking``: the same with ``TIDU_COMPILE_BACKGROUND=0``, every
+  node compiled on the calling thread before it runs;
 * ``torch``: forward and ``loss.backward()`` (nothing to compile);
 * ``jax.jit``: ``jax.jit(jax.value_and_grad(loss))``; compiles are the jitted function's
   cache entries (one per batch size).
@@ -44,7 +48,8 @@ QUICK_STEPS = 10
 FEATURES, HIDDEN, OUTPUTS = 512, 512, 10
 LEARNING_RATE = 1e-3
 LOSS_RTOL = 1e-3
-RUNNERS = ("tidu per-op", "tidu @tc.function", "torch", "jax.jit")
+RUNNERS = ("tidu per-op", "tidu @tc.function", "tidu @tc.function, blocking", "torch",
+           "jax.jit")  # fmt: skip
 MARKER = "@@train "
 
 Params = list[np.ndarray]
@@ -123,7 +128,7 @@ def _jax_step() -> tuple[Step, Callable[[], int]]:
 
 def _make_step(runner: str) -> tuple[Step, Callable[[], int]]:
     if runner.startswith("tidu"):
-        return _tidu_step(composite=runner == "tidu @tc.function")
+        return _tidu_step(composite="@tc.function" in runner)
     return _torch_step() if runner == "torch" else _jax_step()
 
 
@@ -146,8 +151,18 @@ def train(runner: str, steps: int, seed: int = 0) -> dict[str, Any]:
     done = time.perf_counter()
     return {"runner": runner, "steps": steps, "seconds": done - ready,
             "setup_seconds": ready - started, "compiles": compiles(),
+            "reference_runs": _reference_runs(runner),
             "compiles_after_first_cycle": compiles_after_first_cycle,
             "first_loss": losses[0], "final_loss": losses[-1]}  # fmt: skip
+
+
+def _reference_runs(runner: str) -> int:
+    """Node runs on the reference path while their code compiled (tidu runners)."""
+    if not runner.startswith("tidu"):
+        return 0
+    import tidu_compile as tc
+
+    return int(tc.get_default_executor().stats.background_runs)  # type: ignore[attr-defined]
 
 
 def _available(runner: str) -> bool:
@@ -160,7 +175,8 @@ def _available(runner: str) -> bool:
 def _run_child(runner: str, steps: int, seed: int) -> dict[str, Any]:
     """``train`` in a fresh process with an empty tidu cache directory."""
     with tempfile.TemporaryDirectory(prefix="tidu-train-") as cache:
-        env = {**os.environ, "TIDU_COMPILE_CACHE_DIR": cache}
+        env = {**os.environ, "TIDU_COMPILE_CACHE_DIR": cache,
+               "TIDU_COMPILE_BACKGROUND": "0" if runner.endswith("blocking") else "1"}  # fmt: skip
         if runner == "jax.jit":
             env["JAX_PLATFORMS"] = "cpu"
         done = subprocess.run(
@@ -196,19 +212,20 @@ def format_train(document: dict[str, Any]) -> str:
         f"tidu-compile bench --train: W3 MLP f32 {FEATURES}-{HIDDEN}-{OUTPUTS}, "
         f"{document['steps']} SGD steps, batch sizes {document['batches']} cycling, "
         f"cold start in a fresh process each; cpu: {document['cpu']}",
-        f"{'runner':20}{'wall':>10}{'/torch':>8}{'/jax.jit':>9}{'compiles':>10}"
-        f"{'after 1st cycle':>17}{'final loss':>12}",
+        f"{'runner':29}{'wall':>8}{'/torch':>8}{'/jax.jit':>9}{'compiles':>10}"
+        f"{'after 1st cycle':>17}{'on reference':>14}{'final loss':>12}",
     ]
     for name, row in rows.items():
         if "error" in row:
-            lines.append(f"{name:20}error: {row['error']}")
+            lines.append(f"{name:29}error: {row['error']}")
             continue
         ratios = [f"{row['seconds'] / peers[p]:.2f}" if p in peers else "-"
                   for p in ("torch", "jax.jit")]  # fmt: skip
         later = row["compiles"] - row["compiles_after_first_cycle"]
         agrees = "" if row.get("loss_agrees", True) else " (DIFFERS)"
-        lines.append(f"{name:20}{row['seconds']:>8.2f} s{ratios[0]:>8}{ratios[1]:>9}"
-                     f"{row['compiles']:>10}{later:>17}{row['final_loss']:>12.4g}{agrees}")
+        lines.append(f"{name:29}{row['seconds']:>6.2f} s{ratios[0]:>8}{ratios[1]:>9}"
+                     f"{row['compiles']:>10}{later:>17}{row['reference_runs']:>14}"
+                     f"{row['final_loss']:>12.4g}{agrees}")
     return "\n".join(lines)
 
 
