@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,16 @@ def test_peers_in_subprocesses() -> None:
             assert result["timing"]["runs"] == 2 and result["step_timing"]["runs"] == 2
             assert result["timing"]["runs"] == 2
     assert started == ["W1 n=1e3", "W3 f32"] * 2
+
+
+def test_bench_times_native_code_not_the_background_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Warm timings must be of compiled code and "cold" the compile itself: the bench
+    compiles on the calling thread whatever the user's default."""
+    from tidu_compile.tools.bench import kernels
+
+    monkeypatch.setenv("TIDU_COMPILE_BACKGROUND", "1")
+    monkeypatch.setattr(kernels, "command", lambda args: 0)
+    assert bench_main.command(argparse.Namespace(kernels=True)) == 0
+    assert os.environ["TIDU_COMPILE_BACKGROUND"] == "0"

@@ -293,7 +293,14 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
 
 
 def command(args: argparse.Namespace) -> int:
-    """Run, print the table, write ``--json``; the exit status."""
+    """Run, print the table, write ``--json``; the exit status.
+
+    Every timing but ``--train``'s is of native code and every "cold" figure the compile
+    itself, so executors compile on the calling thread (``TIDU_COMPILE_BACKGROUND=0``,
+    inherited by the warm-from-disk child); ``--train`` times the background default
+    and sets its children's mode itself.
+    """
+    os.environ["TIDU_COMPILE_BACKGROUND"] = "0"
     if getattr(args, "kernels", False):
         from tidu_compile.tools.bench.kernels import command as kernels_command
 
