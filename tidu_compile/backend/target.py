@@ -31,7 +31,9 @@ _state: dict[str, object] = {}
 
 
 HEAVY_LOOP_INTERLEAVE = 4
-"""Interleave count forced on heavy loops (see ``backend.kernel_hints``).
+"""Interleave count forced on heavy loops (see ``backend.kernel_hints``) with 16 vector
+registers (AVX2, SSE2, and hosts LLVM tunes itself); ``AVX512_HEAVY_LOOP_INTERLEAVE``
+with AVX-512's 32.
 
 A loop body with expanded math is one long dependency chain per vector (exp then tanh
 in W1: ~200 cycles of latency for ~110 instructions), so one chain at a time leaves
@@ -41,6 +43,13 @@ an AMD EPYC (znver3, AVX2, 16 vector registers), one thread, ns per element (int
 tanh f64 2.6 / 2.3 / 2.0 / 1.9, exp f64 1.6 / 1.4 / 1.3 / 1.7; sin, cos and log (already
 throughput-bound) move within the noise (+-10%)."""
 
+AVX512_HEAVY_LOOP_INTERLEAVE = 8
+"""The heavy-loop interleave count with 32 vector registers. Measured on an AMD EPYC
+(znver5, AVX-512), one thread, ns per element (interleave 1 / 2 / 4 / 8 / 16): W1 f64
+backward 2.53 / 1.86 / 1.46-1.52 / 1.20-1.24 / 1.32, W1 f32 0.92 / 0.73 / 0.60-0.62 /
+0.46-0.49 / 0.57, tanh f64 0.93 / 0.77 / 0.74 / 0.54-0.55 / 0.61, W4 f64 0.67 / 0.60 /
+0.52 / 0.50-0.51 / 0.55 (``tidu-compile bench --kernels``)."""
+
 
 @dataclass(frozen=True)
 class KernelTuning:
@@ -49,7 +58,8 @@ class KernelTuning:
     ``vector_bits``: the ``"prefer-vector-width"`` function attribute (512 on AVX-512
     hosts: LLVM otherwise prefers 256-bit vectors on server Intel CPUs; 256 with AVX,
     128 with SSE2; None elsewhere, LLVM's default). ``interleave``: the interleave count
-    of heavy loops (``HEAVY_LOOP_INTERLEAVE``).
+    of heavy loops (``AVX512_HEAVY_LOOP_INTERLEAVE`` with AVX-512, else
+    ``HEAVY_LOOP_INTERLEAVE``).
     """
 
     vector_bits: int | None
@@ -69,12 +79,8 @@ def tuning_for(triple: str, features: dict[str, bool]) -> KernelTuning:
     if not triple.startswith(("x86_64", "i686", "i386")):
         return KernelTuning(None, HEAVY_LOOP_INTERLEAVE)
     if features.get("avx512f", False):
-        bits = 512
-    elif features.get("avx", False):
-        bits = 256
-    else:
-        bits = 128
-    return KernelTuning(bits, HEAVY_LOOP_INTERLEAVE)
+        return KernelTuning(512, AVX512_HEAVY_LOOP_INTERLEAVE)
+    return KernelTuning(256 if features.get("avx", False) else 128, HEAVY_LOOP_INTERLEAVE)
 
 
 @dataclass(frozen=True)
