@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tidu_compile.tools.bench.report import cpu_model, json_safe
+from tidu_compile.tools.bench.report import cpu_model, json_safe, timing_table
 from tidu_compile.tools.bench.timing import interleaved
 
 __all__ = ["command", "run"]
@@ -142,18 +142,9 @@ def run(n: int = 10**6, rounds: int = 15) -> dict[str, Any]:
 
 def format_hvp(document: dict[str, Any]) -> str:
     """The table printed by ``--hvp``: median time and the ratio to jax.jit."""
-    rows = {row["name"]: row for row in document["rows"]}
-    jax_seconds = rows["jax.jit"]["seconds"] if "jax.jit" in rows else None
-    lines = [
-        f"tidu-compile bench --hvp: W1 Hessian-vector product (forward over reverse), "
-        f"n = {document['elements']:.0e} {document['dtype']}, cpu: {document['cpu']}",
-        f"{'':20}{'median':>12}{'/jax.jit':>10}{'rel. error':>12}",
-    ]
-    for name, row in rows.items():
-        ratio = "-" if jax_seconds is None else f"{row['seconds'] / jax_seconds:.2f}"
-        lines.append(f"{name:20}{row['seconds'] * 1e3:>9.2f} ms{ratio:>10}"
-                     f"{row['relative_error']:>12.1e}")  # fmt: skip
-    return "\n".join(lines)
+    title = (f"tidu-compile bench --hvp: W1 Hessian-vector product (forward over reverse), "
+             f"n = {document['elements']:.0e} {document['dtype']}, cpu: {document['cpu']}")
+    return timing_table(title, document["rows"], [("jax.jit", "jax.jit")], 20)
 
 
 def command(args: argparse.Namespace) -> int:

@@ -305,3 +305,25 @@ def print_report(document: Mapping[str, Any]) -> None:
     """Print ``format_report(document)`` on stdout."""
     sys.stdout.write(format_report(document) + "\n")
     sys.stdout.flush()
+
+
+def timing_table(
+    title: str, rows: Sequence[Mapping[str, Any]], baselines: Sequence[tuple[str, str]],
+    width: int,
+) -> str:  # fmt: skip
+    """``title``, then one line per row (``{"name", "seconds", "relative_error"}``): the
+    median in ms, its ratio to each baseline (``(column label, row name)``; ``-`` when
+    that row is absent) and the relative error."""
+    by_name = {row["name"]: row for row in rows}
+    header = f"{'':{width}}{'median':>12}" + "".join(f"{'/' + label:>10}" for label, _ in baselines)
+    lines = [title, header + f"{'rel. error':>12}"]
+    for row in rows:
+        seconds = row["seconds"]
+        ratios = "".join(
+            f"{seconds / by_name[name]['seconds']:>10.2f}" if name in by_name else f"{'-':>10}"
+            for _, name in baselines
+        )
+        lines.append(f"{row['name']:{width}}{seconds * 1e3:>9.2f} ms{ratios}"
+                     f"{row['relative_error']:>12.1e}")  # fmt: skip
+    return "\n".join(lines)
+

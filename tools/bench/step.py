@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tidu_compile.tools.bench.report import cpu_model, json_safe
+from tidu_compile.tools.bench.report import cpu_model, json_safe, timing_table
 from tidu_compile.tools.bench.timing import interleaved
 
 __all__ = ["command", "format_step", "run"]
@@ -113,19 +113,10 @@ def run(n: int = 10**7, rounds: int = 15) -> dict[str, Any]:
 
 def format_step(document: dict[str, Any]) -> str:
     """The table: median milliseconds, ratios to numpy and jax.jit."""
-    rows = {row["name"]: row for row in document["rows"]}
-    numpy_s = rows["numpy by hand"]["seconds"]
-    jax_s = rows["jax.jit"]["seconds"] if "jax.jit" in rows else None
-    lines = [
-        f"tidu-compile bench --workload step: W1 loss and gradients, "
-        f"n = {document['elements']:.0e} float64, cpu: {document['cpu']}",
-        f"{'':22}{'median':>12}{'/numpy':>9}{'/jax.jit':>10}{'rel. error':>12}",
-    ]
-    for name, row in rows.items():
-        per_jax = "-" if jax_s is None else f"{row['seconds'] / jax_s:.2f}"
-        lines.append(f"{name:22}{row['seconds'] * 1e3:>9.2f} ms{row['seconds'] / numpy_s:>9.2f}"
-                     f"{per_jax:>10}{row['relative_error']:>12.1e}")  # fmt: skip
-    return "\n".join(lines)
+    title = (f"tidu-compile bench --workload step: W1 loss and gradients, "
+             f"n = {document['elements']:.0e} float64, cpu: {document['cpu']}")
+    baselines = [("numpy", "numpy by hand"), ("jax.jit", "jax.jit")]
+    return timing_table(title, document["rows"], baselines, 22)
 
 
 def command(args: argparse.Namespace) -> int:
