@@ -26,7 +26,7 @@ from tidu_compile.backend.kernel_hints import (
 )
 from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
 from tidu_compile.backend.target import KernelTuning, host_target, tuning_for
-from tidu_compile.compiler import pipeline
+from tidu_compile.compiler import native
 
 EXP_LOOP = """
 func.func @NAME(%x: memref<?xf64> {llvm.noalias}, %y: memref<?xf64> {llvm.noalias}, %n: index) {
@@ -126,7 +126,7 @@ def test_tuning_follows_the_host_features(
 def test_tuning_is_in_the_disk_cache_key() -> None:
     host = host_target()
     assert host.tuning == tuning_for(host.triple, dict(llvm.get_host_cpu_features()))
-    fingerprint = pipeline.environment_fingerprint()
+    fingerprint = native.environment_fingerprint()
     assert host.cpu in fingerprint and host.features in fingerprint
     assert host.tuning.key in fingerprint
 

@@ -23,7 +23,7 @@ from tidu_compile.tools.dump import backward_nodes, stage_text
 
 import tidu_compile as tc
 from tidu_compile import func
-from tidu_compile.compiler import pipeline
+from tidu_compile.compiler import native, pipeline
 from tidu_compile.compiler.generic import abstract
 from tidu_compile.compiler.plan_builder import node_function
 from tidu_compile.executors.compiled import CompiledExecutor
@@ -77,7 +77,7 @@ def assert_dump_is_what_runs(
     assert derived == any("d0" in map(str, n.recorded.input_keys) for n in nodes)
     for node in nodes:
         program = node.program()
-        name = f"tidu_{pipeline.program_digest(program)[:24]}"
+        name = f"tidu_{native.program_digest(program)[:24]}"
         if name not in executed:
             shape_class = abstract(program).text
             assert shape_class in classes, f"{node.title()}: the executor compiled no such program"

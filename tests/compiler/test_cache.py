@@ -14,7 +14,7 @@ from helpers import random_array
 
 import tidu_compile as tc
 from tidu_compile import ops
-from tidu_compile.compiler import pipeline
+from tidu_compile.compiler import native
 from tidu_compile.compiler.cache import (
     CACHE_ENV,
     DiskCache,
@@ -127,7 +127,7 @@ SIGNATURES = [((2, 3), "float64"), ((3, 2), "float64"), ((6,), "float64"),
 
 @pytest.mark.gate
 def test_program_keys_tell_shapes_and_dtypes_apart() -> None:
-    """The disk key (``pipeline.program_digest``) of one node's program differs for every
+    """The disk key (``native.program_digest``) of one node's program differs for every
     shape and dtype. Kernel symbols are named after it, so two programs sharing a key
     would share native code: LLVM aborts the process, or one program's kernel runs on
     the other's buffers. Hence a ``gate``: it runs first and a failure stops the run."""
@@ -138,7 +138,7 @@ def test_program_keys_tell_shapes_and_dtypes_apart() -> None:
         t = TensorType(shape, dtype)
         saved = {graph.input_value_keys[0]: t, graph.output_keys[0]: t}
         program = build_program(graph, linear, [t], saved)
-        digests[shape, dtype] = pipeline.program_digest(program)
+        digests[shape, dtype] = native.program_digest(program)
     assert len(set(digests.values())) == len(SIGNATURES), digests
 
 

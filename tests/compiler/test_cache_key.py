@@ -12,7 +12,7 @@ import pytest
 import xdsl
 
 import tidu_compile as tc
-from tidu_compile.compiler import native as pipeline  # the keys live in compiler.native
+from tidu_compile.compiler import native
 from tidu_compile.executors.compiled import CompiledExecutor, CompileForbiddenError
 
 
@@ -24,8 +24,8 @@ def gradient(executor: CompiledExecutor) -> list[np.ndarray | None]:
 @pytest.fixture
 def fresh_fingerprint(monkeypatch: pytest.MonkeyPatch) -> Callable[[], str]:
     """``code_fingerprint`` recomputed on every call (it is cached per process)."""
-    real: Callable[[], str] = pipeline.code_fingerprint.__wrapped__
-    monkeypatch.setattr(pipeline, "code_fingerprint", real)
+    real: Callable[[], str] = native.code_fingerprint.__wrapped__
+    monkeypatch.setattr(native, "code_fingerprint", real)
     return real
 
 
@@ -50,7 +50,7 @@ def test_an_upgrade_never_loads_a_kernel_of_the_old_version(
     if upgrade == "project":
         monkeypatch.setattr(tc, "__version__", "99.0")
     else:
-        monkeypatch.setattr(pipeline, "installed_version", lambda name: "99.0")
+        monkeypatch.setattr(native, "installed_version", lambda name: "99.0")
     with pytest.raises(CompileForbiddenError):
         gradient(CompiledExecutor(tmp_path, forbid_compile=True))
 
@@ -63,7 +63,7 @@ def test_an_edit_of_the_code_generator_changes_the_key(
     (package / "__init__.py").write_text("")
     (package / "lower.py").write_text("RULE = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(pipeline, "CODE_PACKAGES", ("fake_codegen",))
+    monkeypatch.setattr(native, "CODE_PACKAGES", ("fake_codegen",))
     before = fresh_fingerprint()
     assert before == fresh_fingerprint()
     (package / "lower.py").write_text("RULE = 2\n")
@@ -73,8 +73,8 @@ def test_an_edit_of_the_code_generator_changes_the_key(
 def test_the_code_packages_are_the_code_generator() -> None:
     import importlib
 
-    for name in pipeline.CODE_PACKAGES:
+    for name in native.CODE_PACKAGES:
         directory = Path(importlib.import_module(name).__path__[0])
         assert list(directory.glob("*.py")), name
     assert {"tidu_compile.compiler", "tidu_compile.passes", "tidu_compile.dialects",
-            "tidu_compile.backend"} == set(pipeline.CODE_PACKAGES)  # fmt: skip
+            "tidu_compile.backend"} == set(native.CODE_PACKAGES)  # fmt: skip

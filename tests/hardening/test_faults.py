@@ -126,7 +126,7 @@ def test_artifact_with_broken_object_code_is_recompiled(filled: Path, tmp_path: 
     def broken(artifact: Any) -> Any:
         if artifact.object_code is None:
             return artifact
-        return pipeline.Artifact(artifact.digest, artifact.plan, b"\x7fELF" + b"\0" * 60,
+        return native.Artifact(artifact.digest, artifact.plan, b"\x7fELF" + b"\0" * 60,
                                  artifact.symbols, {}, artifact.baked)  # fmt: skip
 
     def break_code(i: int, blob: bytes) -> bytes:
@@ -147,7 +147,7 @@ def test_entries_of_another_cpu_or_llvmlite_are_never_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The key covers llvmlite's version, the triple, CPU name and features."""
-    real = pipeline.environment_fingerprint()
+    real = native.environment_fingerprint()
     for fake in ("llvmlite 0.1|x86_64-unknown-linux-gnu|znver9|+avx1024", real + "|other"):
         monkeypatch.setattr(native, "environment_fingerprint", lambda fake=fake: fake)
         run_quietly(CompiledExecutor(tmp_path))

@@ -3,7 +3,7 @@
 Disk entries are files ``<key>.tidu`` holding ``MAGIC + sha256(payload) + payload``,
 written atomically (temporary file + ``os.replace``). A missing, truncated, corrupt or
 foreign entry is a miss, never a crash; an unwritable directory turns the disk cache off
-with one warning. The key (``cache_key`` of ``compiler.pipeline.program_digest``'s parts)
+with one warning. The key (``cache_key`` of ``compiler.native.program_digest``'s parts)
 covers the program text, the project's and xDSL's versions, a digest of the code
 generator's source, llvmlite's version, the target triple, CPU name and features.
 """

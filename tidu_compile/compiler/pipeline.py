@@ -22,36 +22,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
 from tidu_compile.backend.array_entry import ENTRY_SUFFIX
-from tidu_compile.compiler.native import (
-    _COMPILE_LOCK,
-    CODE_PACKAGES,
-    Artifact,
-    artifact_matches,
-    bind,
-    code_fingerprint,
-    environment_fingerprint,
-    installed_version,
-    program_digest,
-)
+from tidu_compile.compiler.native import _COMPILE_LOCK, Artifact
 from tidu_compile.compiler.plan_builder import baked_integers, build_plan
 from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.compiler.stages import AfterPass, Stage, run_passes, stage, stages_between
 from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 
-__all__ = [
-    "CODE_PACKAGES",
-    "Artifact",
-    "artifact_matches",
-    "bind",
-    "code_fingerprint",
-    "compile_program",
-    "environment_fingerprint",
-    "import_stage",
-    "installed_version",
-    "lower",
-    "lower_through",
-    "program_digest",
-]
+__all__ = ["compile_program", "import_stage", "lower", "lower_through"]
 
 # ------------------------------------------------------------------ stages
 

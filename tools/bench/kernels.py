@@ -182,13 +182,13 @@ def _fused_row(workload: Any, label: str, rounds: int) -> KernelRow:
 
     import tidu_compile as tc
     from tidu_compile.backend.engine import get_engine
-    from tidu_compile.compiler import pipeline
+    from tidu_compile.compiler import native, pipeline
 
     arrays = workload.make_inputs(0)
     tensors = [tc.tensor(a, requires_grad=True) for a in arrays]
     (node,) = backward_nodes(workload.tidu_loss(*tensors))
     program = node.program()
-    bound = pipeline.bind(pipeline.compile_program(program, pipeline.program_digest(program)))
+    bound = native.bind(pipeline.compile_program(program, native.program_digest(program)))
     if len(bound.steps) != 1 or bound.steps[0].kernel is None:
         raise RuntimeError(f"{label}: expected one fused kernel, got {len(bound.steps)} steps")
     step = bound.steps[0]
