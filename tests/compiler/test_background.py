@@ -52,8 +52,8 @@ def _gradients(workload: Workload, executor: tc.BackwardExecutor, seed: int) -> 
 
 
 def _settle(executor: CompiledExecutor, step: Callable[[], object]) -> None:
-    """Wait for the workers and step until a step runs nothing on the reference path
-    (a program whose shape class's code did not serve it is compiled after it)."""
+    """Wait for the workers, then step until a step runs nothing on the reference path
+    (one wait should do: ``test_one_wait_covers_programs_that_followed_their_shape_class``)."""
     deadline = time.monotonic() + 300
     while True:
         assert executor.wait_for_background(timeout=300)
@@ -214,3 +214,20 @@ def test_new_batch_sizes_follow_their_shape_class_in_flight(tmp_path: Path) -> N
                              blocking_grads, strict=True):  # fmt: skip
             np.testing.assert_array_equal(got, want)
     assert executor.stats.compiles == blocking.stats.compiles, (executor.stats, blocking.stats)
+
+
+@pytest.mark.parametrize("workload", [make_w3("float64", batch=256, features=8, hidden=16,
+                                              outputs=4)], ids=["W3 per-op"])  # fmt: skip
+def test_one_wait_covers_programs_that_followed_their_shape_class(
+    tmp_path: Path, workload: Workload
+) -> None:
+    """A program that followed its shape class's compile and found the code does not
+    serve it (a fixed extent differs) is submitted as soon as the class is done, so one
+    ``wait_for_background`` is enough for the next step to run natively."""
+    executor = CompiledExecutor(tmp_path / "bg", background=True)
+    _gradients(workload, executor, 0)
+    assert executor.stats.background_runs  # the first step ran on the reference path
+    assert executor.wait_for_background(timeout=300)
+    runs = executor.stats.background_runs
+    _gradients(workload, executor, 0)
+    assert executor.stats.background_runs == runs and executor.stats.fallbacks == 0

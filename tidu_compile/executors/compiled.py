@@ -543,7 +543,7 @@ class CompiledExecutor(BackwardExecutor):
         """Wait until the background compiles this executor started are done (True),
         or ``timeout`` seconds pass (False). Nodes switch to native code on their next
         call."""
-        return self.tiered.wait(timeout)
+        return self.tiered.wait(timeout, self._lock)
 
     def _node_plan(
         self,

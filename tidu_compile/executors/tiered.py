@@ -13,6 +13,7 @@ since), found or compiled here, which reports a real compile error as always.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
@@ -69,6 +70,8 @@ class Tiered:
         self.classes: dict[str, list[Submitted]] = {}
         #: Adopted artifacts and bound plans by name, for the leaders' own nodes.
         self.collected: dict[str, tuple[Any, BoundPlan]] = {}
+        #: Programs waiting for their shape class's leaders (``start_followers``).
+        self.followers: list[Submitted] = []
 
     def submit(self, program: Any, keys: Keys | None) -> Submitted:
         """Hand ``program`` to a worker (once per program and process generation), or
@@ -79,7 +82,9 @@ class Tiered:
         leaders = tuple(leader for leader in self.classes.get(shape_class, ())
                         if leader.generation == generation and leader.name != name)  # fmt: skip
         if leaders:
-            return Submitted(leaders[0].future, generation, name, program, keys, leaders)
+            follower = Submitted(leaders[0].future, generation, name, program, keys, leaders)
+            self.followers.append(follower)
+            return follower
         disk = self.disk
         cache_dir = str(disk.directory) if disk is not None and disk.enabled else None
         future, submitted = self.in_flight.get(name, (None, -1))
@@ -130,7 +135,35 @@ class Tiered:
         self.collected[submitted.name] = got
         return got
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until every program in flight is compiled (True) or ``timeout`` passes."""
-        pending = [future for future, _ in self.in_flight.values()]
-        return not futures.wait(pending, timeout=timeout).not_done
+    def wait(self, timeout: float | None = None, lock: Any = None) -> bool:
+        """Wait until every program in flight is compiled, followers included (True), or
+        ``timeout`` passes (False). A follower whose leaders' code does not serve it is
+        submitted as soon as they are done (``start_followers``, under ``lock``: the
+        executor's), so it is waited for too."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            pending = [future for future, _ in self.in_flight.values()]
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if futures.wait(pending, timeout=left).not_done:
+                return False
+            if lock is None:
+                return True
+            with lock:
+                if not self.start_followers():
+                    return True
+
+    def start_followers(self) -> bool:
+        """Submit each follower whose leaders are done and whose code does not serve it
+        (it would otherwise start compiling only at its node's next call); True when one
+        was submitted."""
+        started = False
+        for follower in [f for f in self.followers if f.ready()]:
+            self.followers.remove(follower)
+            if follower.generation != background.generation():
+                continue  # a forked child's stale follower: collected at its next call
+            for leader in follower.leaders:
+                self._adopt(leader)
+            keys = follower.keys or Keys.of(follower.program)
+            if self.artifacts.load(follower.program, keys) is None:
+                started = not self.submit(follower.program, keys).ready() or started
+        return started
