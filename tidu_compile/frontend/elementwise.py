@@ -17,7 +17,7 @@ these (``abs``, ``clip``, ``sign``, ...) are in ``composites``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -50,6 +50,18 @@ def binary(primitive: type[TensorOp], a: Any, b: Any) -> Tensor:
     return fast if fast is not None else apply1(primitive(), *coerce(a, b))
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _published(function: F, name: str, doc: str) -> F:
+    """``function`` named ``name`` in this module (as the README's function list reads
+    it), with ``doc``."""
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = __name__
+    function.__doc__ = doc
+    return function
+
+
 def unary_function(primitive: type[TensorOp], name: str) -> UnaryFunction:
     """The frontend function ``name(x)`` of a unary elementwise primitive: ``fast_ops``'
     path made for it, else (and for ops it does not handle) the general one."""
@@ -58,13 +70,8 @@ def unary_function(primitive: type[TensorOp], name: str) -> UnaryFunction:
         return apply1(primitive(), unary_input(x))
 
     function = fast_ops.fast_unary(primitive, general) if primitive in SPECS else general
-    function.__name__ = function.__qualname__ = name
-    function.__module__ = __name__
-    function.__doc__ = (
-        f"``{name}(x)``, elementwise as in numpy. The primitive ``{primitive.__name__}``: "
-        f"{_summary(primitive)}"
-    )
-    return function
+    return _published(function, name, f"``{name}(x)``, elementwise as in numpy. The "
+                      f"primitive ``{primitive.__name__}``: {_summary(primitive)}")  # fmt: skip
 
 
 def binary_function(primitive: type[TensorOp], name: str) -> BinaryFunction:
@@ -75,13 +82,9 @@ def binary_function(primitive: type[TensorOp], name: str) -> BinaryFunction:
         return apply1(primitive(), *coerce(a, b))
 
     function = fast_ops.fast_binary(primitive, general) if primitive in SPECS else general
-    function.__name__ = function.__qualname__ = name
-    function.__module__ = __name__
-    function.__doc__ = (
-        f"``{name}(a, b)``, elementwise with numpy's promotion and broadcasting. The "
-        f"primitive ``{primitive.__name__}``: {_summary(primitive)}"
-    )
-    return function
+    return _published(function, name, f"``{name}(a, b)``, elementwise with numpy's promotion "
+                      f"and broadcasting. The primitive ``{primitive.__name__}``: "
+                      f"{_summary(primitive)}")  # fmt: skip
 
 
 def _table_functions() -> dict[str, Callable[..., Tensor]]:
