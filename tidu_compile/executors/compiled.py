@@ -19,7 +19,7 @@ need no gradient comes through ``run_transposed_linear_for`` and gets a plan wit
 their cotangents. The usual call, with the argument types of the previous one, goes
 through the plan's generated fast call (``compiler.fast_path``). Nodes the compiler
 cannot type (a user's own primitive set) run on the ``ReferenceExecutor`` and count as
-fallbacks.
+fallbacks. What is kept per node, and the counters, are in ``executors.node_plans``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +49,16 @@ from tidu_compile.compiler.program import (
     saved_value_order,
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
+from tidu_compile.executors.node_plans import (
+    REFERENCE_ONLY,
+    CompiledPlan,
+    CompileForbiddenError,
+    ExecutorStats,
+    NodeEntry,
+    PendingPlan,
+    bound_plan,
+    plan_bytes,
+)
 from tidu_compile.executors.reference import ReferenceExecutor, cotangent_count_error
 from tidu_compile.executors.tiered import Submitted, Tiered
 from tidu_compile.executors.type_problem import type_problem
@@ -59,98 +68,7 @@ from tidu_compile.ops.base import TensorType, type_of
 __all__ = ["CompileForbiddenError", "CompiledExecutor", "ExecutorStats"]
 
 
-class CompileForbiddenError(RuntimeError):
-    """Raised when ``forbid_compile`` is set and a node would have to be compiled."""
-
-
-@dataclass
-class ExecutorStats:
-    """Counters of a ``CompiledExecutor`` (read them; do not write)."""
-
-    compiles: int = 0
-    memory_hits: int = 0
-    disk_hits: int = 0
-    #: Plans made of the native code compiled for another program of the same shape
-    #: class (another batch size: ``compiler.store``), without compiling.
-    generic_hits: int = 0
-    fallbacks: int = 0
-    #: Node runs on the reference path while a background worker compiled the node.
-    background_runs: int = 0
-    compile_seconds: float = 0.0
-    #: Time spent reading disk hits and loading their object code (not compiling).
-    disk_seconds: float = 0.0
-    stage_seconds: dict[str, float] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        return (
-            f"compiles={self.compiles} memory_hits={self.memory_hits} "
-            f"disk_hits={self.disk_hits} generic_hits={self.generic_hits} "
-            f"fallbacks={self.fallbacks} background_runs={self.background_runs} "
-            f"compile_seconds={self.compile_seconds:.3f} disk_seconds={self.disk_seconds:.3f}"
-        )
-
-
-@dataclass(eq=False)  # hashed by identity: a key of the plan LRU
-class _NodeEntry:
-    """A memoized linearization of one node structure."""
-
-    recorded: RecordedGraph
-    linear: LinearizedGraph
-    transposed: LinearizedGraph
-    key: Hashable
-    saved_order: tuple[ValueKey, ...]  # inputs, outputs, then retained intermediates
-    all_present: bool  # every active output slot has a tangent (the usual case)
-    retained_known: bool = False  # saved_order has the retained keys of the first run
-    touched_at: int = -1  # the linearization LRU's ``puts`` when this entry was last touched
-    last_touched_at: int = -1  # the plan LRU's ``puts`` when ``last_key`` was last touched
-    plans: dict[Hashable, Any] = field(default_factory=dict)  # signature -> plan (fast index)
-    last: Any = None  # the plan used last: tried first, its argument check is the cache key
-    last_key: Any = None  # its key in the plan LRU (hits through ``last`` refresh it)
-
-
-@dataclass(frozen=True)
-class _Compiled:
-    plan: BoundPlan
-    #: Per plan argument: ``(i, None)`` for seed ``i``, ``(-1, key)`` for saved ``key``.
-    arg_sources: tuple[tuple[int, ValueKey | None], ...]
-    fallbacks: int  # library steps the compiler could not lower, per run
-    nbytes: int = 0  # object code + an estimate of the plan: the memory cache's size
-    #: (key, shape, dtype) of the saved inputs the plan does not read: the fast path
-    #: checks them too, since they fix the node's output types (what a seed must match).
-    unread: tuple[tuple[ValueKey, tuple[int, ...], np.dtype], ...] = ()
-    #: The inputs whose cotangents the plan computes (None: all of them).
-    needed: tuple[bool, ...] | None = None
-    #: ``fast(seeds, saved)``: the plan as straight-line code (``compiler.fast_path``),
-    #: None when the arguments do not fit it exactly.
-    fast: Any = None
-
-
-@dataclass(frozen=True, eq=False)
-class _Pending:
-    """A node's plan being compiled by a background worker: until it is ready, the
-    node runs on the reference path."""
-
-    submitted: Submitted
-    order: tuple[ValueKey, ...]
-    saved_types: tuple[TensorType | None, ...]
-    needed: tuple[bool, ...] | None
-
-
-def _bound(found: tuple[Any, BoundPlan] | Submitted) -> BoundPlan | Submitted:
-    """A graph's plan: the bound plan found, or what a worker still compiles."""
-    return found if isinstance(found, Submitted) else found[1]
-
-
-def _plan_bytes(compiled: Any) -> int:
-    """The size the in-memory cache counts for a cached value."""
-    return compiled.nbytes if isinstance(compiled, _Compiled) else 64
-
-
 _F64 = np.dtype(np.float64)
-
-#: Cached in place of a plan when a node cannot be compiled: it runs on the reference path.
-_REFERENCE_ONLY = object()
 
 #: ``stats.errors`` keeps this many of the most recent compile errors.
 _MAX_ERRORS = 100
@@ -196,13 +114,13 @@ class CompiledExecutor(BackwardExecutor):
             None if cache_dir is False else DiskCache(cache_dir or default_cache_dir())
         )
         self.memory = MemoryCache(
-            memory_entries, self._forget_plan, max_bytes=memory_bytes, size_of=_plan_bytes
+            memory_entries, self._forget_plan, max_bytes=memory_bytes, size_of=plan_bytes
         )
         self.forbid_compile = forbid_compile
         self.stats = ExecutorStats()
         self._linearizations = MemoryCache(memory_entries, self._forget_linearization)
-        self._entries_by_linear: dict[int, _NodeEntry] = {}
-        self._entries_by_graph: dict[tuple[int, tuple[int, ...]], _NodeEntry] = {}
+        self._entries_by_linear: dict[int, NodeEntry] = {}
+        self._entries_by_graph: dict[tuple[int, tuple[int, ...]], NodeEntry] = {}
         self._lock = forksafe.RLock()
         self._reference = ReferenceExecutor()
         self.artifacts = Artifacts(self.disk, self.stats, memory_entries, memory_bytes)
@@ -236,7 +154,7 @@ class CompiledExecutor(BackwardExecutor):
                 entry = self._linearizations.get(key)
                 if entry is None:
                     linear = graph.linearize(output_slots, ctx)
-                    entry = _NodeEntry(
+                    entry = NodeEntry(
                         graph,
                         linear,
                         linear_transpose(linear, ctx),
@@ -319,14 +237,14 @@ class CompiledExecutor(BackwardExecutor):
             compiled = self._compile(entry, signature, seeds, saved, needed)
         else:
             self.memory.touch((entry, signature))
-            if type(compiled) is _Compiled:
+            if type(compiled) is CompiledPlan:
                 self.stats.memory_hits += 1
-        if type(compiled) is _Pending:
+        if type(compiled) is PendingPlan:
             compiled = self._settle(entry, signature, compiled)
-            if type(compiled) is _Pending:  # its native code is not ready yet
+            if type(compiled) is PendingPlan:  # its native code is not ready yet
                 self.stats.background_runs += 1
                 return self._run_reference(linear, cotangent_out, external_data, ctx, False)
-        if compiled is _REFERENCE_ONLY:
+        if compiled is REFERENCE_ONLY:
             return self._run_reference(linear, cotangent_out, external_data, ctx)
         if entry.plans.get(signature) is compiled:  # not evicted at once (a byte bound)
             entry.last, entry.last_key = compiled, (entry, signature)
@@ -360,14 +278,14 @@ class CompiledExecutor(BackwardExecutor):
                     self._graph_plans[key] = plan
                 elif type(plan) is Submitted and plan.ready():
                     submitted = plan
-                    plan = self._guarded(lambda: _bound(self.tiered.collect(submitted)))
+                    plan = self._guarded(lambda: bound_plan(self.tiered.collect(submitted)))
                     self._graph_plans[key] = plan
         elif type(plan) is BoundPlan:
             self.stats.memory_hits += 1
         if type(plan) is Submitted:  # compiling in the background: evaluate op by op
             self.stats.background_runs += 1
             return super().run_graph(graph, inputs)
-        if plan is _REFERENCE_ONLY:
+        if plan is REFERENCE_ONLY:
             self.stats.fallbacks += 1
             return super().run_graph(graph, inputs)
         self.stats.fallbacks += plan.plan.fallback_count
@@ -399,8 +317,8 @@ class CompiledExecutor(BackwardExecutor):
 
     def _run_last(
         self,
-        entry: _NodeEntry,
-        last: _Compiled,
+        entry: NodeEntry,
+        last: CompiledPlan,
         seeds: Sequence[Any],
         external_data: Mapping[ValueKey, Any],
     ) -> list[Any] | None:
@@ -416,7 +334,7 @@ class CompiledExecutor(BackwardExecutor):
                 entry.last_touched_at = puts
         return results
 
-    def _learn_retained(self, entry: _NodeEntry, external_data: Mapping[ValueKey, Any]) -> None:
+    def _learn_retained(self, entry: NodeEntry, external_data: Mapping[ValueKey, Any]) -> None:
         """Append the keys of retained intermediates (saved data beyond the node's inputs
         and outputs) to ``entry.saved_order``, once.
 
@@ -433,18 +351,18 @@ class CompiledExecutor(BackwardExecutor):
 
     def _compile(
         self,
-        entry: _NodeEntry,
+        entry: NodeEntry,
         signature: Hashable,
         seeds: Sequence[Any],
         saved: Sequence[Any],
         needed: tuple[bool, ...] | None,
     ) -> Any:
-        """A ``_Compiled`` plan, a ``_Pending`` one (compiling in the background), or
-        ``_REFERENCE_ONLY`` when the node cannot be compiled."""
+        """A ``CompiledPlan`` plan, a ``PendingPlan`` one (compiling in the background), or
+        ``REFERENCE_ONLY`` when the node cannot be compiled."""
         with self._lock:  # single flight: one compile per key, others wait and hit
             cached = entry.plans.get(signature)
             if cached is not None:
-                if type(cached) is _Compiled:
+                if type(cached) is CompiledPlan:
                     self.stats.memory_hits += 1
                 return cached
             types = (
@@ -460,7 +378,7 @@ class CompiledExecutor(BackwardExecutor):
             return compiled
 
     def _guarded(self, compile_: Callable[[], Any]) -> Any:
-        """``compile_()``, or ``_REFERENCE_ONLY`` when the node cannot be compiled (a
+        """``compile_()``, or ``REFERENCE_ONLY`` when the node cannot be compiled (a
         user's own primitive set has no types) or compiling fails: then the error goes
         to ``stats.errors``, with a warning, and the node runs on the reference path."""
         try:
@@ -468,7 +386,7 @@ class CompiledExecutor(BackwardExecutor):
         except (CompileForbiddenError, KeyboardInterrupt, MissingSavedValue):
             raise
         except UnsupportedNode:
-            return _REFERENCE_ONLY
+            return REFERENCE_ONLY
         except Exception as error:  # noqa: BLE001 - any compiler failure falls back
             message = f"{type(error).__name__}: {error}".splitlines()[0]
             self.stats.errors.append(message)
@@ -479,16 +397,16 @@ class CompiledExecutor(BackwardExecutor):
                 RuntimeWarning,
                 stacklevel=6,
             )
-            return _REFERENCE_ONLY
+            return REFERENCE_ONLY
 
     def _compile_locked(
         self,
-        entry: _NodeEntry,
+        entry: NodeEntry,
         types: tuple[tuple[TensorType, ...], tuple[TensorType | None, ...]],
         needed: tuple[bool, ...] | None,
-    ) -> _Compiled | _Pending:
+    ) -> CompiledPlan | PendingPlan:
         """The node's plan: found, or compiled here; with ``background``, a
-        ``_Pending`` while a worker compiles it."""
+        ``PendingPlan`` while a worker compiles it."""
         seed_types, saved_types = types
         order = entry.saved_order[: len(saved_types)]  # another thread may have extended it
         program = node_program(
@@ -496,7 +414,7 @@ class CompiledExecutor(BackwardExecutor):
         )
         found = self._obtain(program)
         if isinstance(found, Submitted):
-            return _Pending(found, order, saved_types, needed)
+            return PendingPlan(found, order, saved_types, needed)
         return self._node_plan(entry, program, order, saved_types, needed, *found)
 
     def _obtain(self, program: Any) -> tuple[Any, BoundPlan] | Submitted:
@@ -516,7 +434,7 @@ class CompiledExecutor(BackwardExecutor):
             return self._compile_here(program, keys)
         return self.tiered.submit(program, keys)
 
-    def _settle(self, entry: _NodeEntry, signature: Hashable, pending: _Pending) -> Any:
+    def _settle(self, entry: NodeEntry, signature: Hashable, pending: PendingPlan) -> Any:
         """``pending``'s plan once its worker is done (else ``pending`` itself): bound,
         cached, from now on run natively."""
         if not pending.submitted.ready():
@@ -528,10 +446,10 @@ class CompiledExecutor(BackwardExecutor):
             args = (entry, pending.submitted.program, pending.order, pending.saved_types,
                     pending.needed)  # fmt: skip
 
-            def settle() -> _Compiled | _Pending:
+            def settle() -> CompiledPlan | PendingPlan:
                 found = self.tiered.collect(pending.submitted)
                 if isinstance(found, Submitted):  # its class's code does not serve it
-                    return _Pending(found, pending.order, pending.saved_types, pending.needed)
+                    return PendingPlan(found, pending.order, pending.saved_types, pending.needed)
                 return self._node_plan(*args, *found)
 
             compiled = self._guarded(settle)
@@ -547,14 +465,14 @@ class CompiledExecutor(BackwardExecutor):
 
     def _node_plan(
         self,
-        entry: _NodeEntry,
+        entry: NodeEntry,
         program: Any,
         order: tuple[ValueKey, ...],
         saved_types: tuple[TensorType | None, ...],
         needed: tuple[bool, ...] | None,
         artifact: Any,
         bound: BoundPlan,
-    ) -> _Compiled:
+    ) -> CompiledPlan:
         """The executor's record of a node's bound plan, with its fast call."""
         sources = tuple((s.index, None) if s.kind == "seed" else (-1, order[s.index])
                         for s in program.arg_sources)  # fmt: skip
@@ -567,10 +485,10 @@ class CompiledExecutor(BackwardExecutor):
             if t is not None and i not in read
         )
         fast = build_fast_call(bound, sources, unread).function
-        return _Compiled(bound, sources, plan.fallback_count, nbytes, unread, needed, fast)
+        return CompiledPlan(bound, sources, plan.fallback_count, nbytes, unread, needed, fast)
 
     def _graph_plan(self, program: Any) -> BoundPlan | Submitted:
-        return _bound(self._obtain(program))
+        return bound_plan(self._obtain(program))
 
     def _compile_here(self, program: Any, keys: Keys) -> tuple[Any, BoundPlan]:
         if self.forbid_compile:
@@ -592,14 +510,14 @@ class CompiledExecutor(BackwardExecutor):
         return self._reference.run_transposed_linear(linear, cotangent_out, residuals, ctx)
 
     def _forget_plan(self, key: Hashable, plan: Any) -> None:
-        entry: _NodeEntry
+        entry: NodeEntry
         signature: Hashable
         entry, signature = key  # type: ignore[misc]
         entry.plans.pop(signature, None)
         if entry.last is plan:
             entry.last = None
 
-    def _forget_linearization(self, key: Hashable, entry: _NodeEntry) -> None:
+    def _forget_linearization(self, key: Hashable, entry: NodeEntry) -> None:
         if self._entries_by_linear.get(id(entry.linear)) is entry:
             self._entries_by_linear.pop(id(entry.linear), None)
         # list(): other threads add to the index without the lock while we iterate.
