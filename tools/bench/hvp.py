@@ -15,15 +15,12 @@ of the gradient, ``(grad f(p + h v) - grad f(p - h v)) / 2h``, before it is time
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tidu_compile.tools.bench.report import cpu_model, json_safe, timing_table
+from tidu_compile.tools.bench.report import cpu_model, finish, timing_table
 from tidu_compile.tools.bench.timing import interleaved
 
 __all__ = ["command", "run"]
@@ -151,11 +148,6 @@ def command(args: argparse.Namespace) -> int:
     """``tidu-compile bench --hvp``: print the table, write ``--json``; 1 when a result
     is off the central difference (relative error above 1e-6)."""
     document = run(n=10**4 if args.quick else 10**6, rounds=3 if args.quick else 15)
-    if args.json:
-        Path(args.json).write_text(json.dumps(json_safe(document), indent=2) + "\n")
-    sys.stdout.write(format_hvp(document) + "\n")
-    bad = [row["name"] for row in document["rows"] if row["relative_error"] > 1e-6]
-    for name in bad:
-        print(f"tidu-compile bench: FAIL {name}: the HVP is off the central difference",
-              file=sys.stderr)  # fmt: skip
-    return 1 if bad else 0
+    bad = [f"{row['name']}: the HVP is off the central difference"
+           for row in document["rows"] if row["relative_error"] > 1e-6]  # fmt: skip
+    return finish(document, args.json, format_hvp(document), bad)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 import tempfile
@@ -34,9 +33,9 @@ from typing import Any, TextIO
 
 from tidu_compile.tools.bench.peers import PEERS, peer_installed, run_peer
 from tidu_compile.tools.bench.report import (
-    json_safe,
+    finish,
+    format_report,
     machine_info,
-    print_report,
     ratio,
 )
 from tidu_compile.tools.bench.timing import Policy, measure
@@ -323,14 +322,7 @@ def command(args: argparse.Namespace) -> int:
 
         return step_command(args)
     document = run(args)
-    if args.json:
-        Path(args.json).write_text(json.dumps(json_safe(document), indent=2) + "\n")
-    print_report(document)
-    if document["failures"]:
-        for failure in document["failures"]:
-            print(f"tidu-compile bench: FAIL {failure}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(document, args.json, format_report(document), document["failures"])
 
 
 def cli_command(args: argparse.Namespace) -> None:

@@ -15,15 +15,12 @@ value is checked against numpy's first.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tidu_compile.tools.bench.report import cpu_model, json_safe
+from tidu_compile.tools.bench.report import cpu_model, finish
 from tidu_compile.tools.bench.timing import interleaved
 
 __all__ = ["command", "format_recording", "run"]
@@ -112,11 +109,6 @@ def format_recording(document: dict[str, Any]) -> str:
 def command(args: argparse.Namespace) -> int:
     """Print the table, write ``--json``; 1 when a chain's value is off numpy's."""
     document = run(steps=30 if args.quick else 300, rounds=5 if args.quick else 15)
-    if args.json:
-        Path(args.json).write_text(json.dumps(json_safe(document), indent=2) + "\n")
-    sys.stdout.write(format_recording(document) + "\n")
-    bad = [row["name"] for row in document["rows"] if row["error"] > 1e-12]
-    for name in bad:
-        print(f"tidu-compile bench: FAIL {name}: the chain's value is off numpy's",
-              file=sys.stderr)  # fmt: skip
-    return 1 if bad else 0
+    bad = [f"{row['name']}: the chain's value is off numpy's"
+           for row in document["rows"] if row["error"] > 1e-12]  # fmt: skip
+    return finish(document, args.json, format_recording(document), bad)

@@ -6,11 +6,13 @@ saved result can be printed again with ``format_report(json.load(f))``.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -25,6 +27,8 @@ __all__ = [
     "machine_info",
     "ratio",
     "cpu_model",
+    "finish",
+    "timing_table",
 ]
 
 #: The columns compared with tidu, in table order.
@@ -301,12 +305,6 @@ def format_report(document: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def print_report(document: Mapping[str, Any]) -> None:
-    """Print ``format_report(document)`` on stdout."""
-    sys.stdout.write(format_report(document) + "\n")
-    sys.stdout.flush()
-
-
 def timing_table(
     title: str, rows: Sequence[Mapping[str, Any]], baselines: Sequence[tuple[str, str]],
     width: int,
@@ -326,4 +324,16 @@ def timing_table(
         lines.append(f"{row['name']:{width}}{seconds * 1e3:>9.2f} ms{ratios}"
                      f"{row['relative_error']:>12.1e}")  # fmt: skip
     return "\n".join(lines)
+
+
+def finish(document: Mapping[str, Any], json_path: str | None, table: str,
+           failures: Sequence[str]) -> int:  # fmt: skip
+    """The end of a bench command: write ``document`` to ``json_path`` (if given), print
+    ``table``, one ``FAIL`` line per failure on stderr; the exit status (1 on failure)."""
+    if json_path:
+        Path(json_path).write_text(json.dumps(json_safe(document), indent=2) + "\n")
+    sys.stdout.write(table + "\n")
+    for failure in failures:
+        print(f"tidu-compile bench: FAIL {failure}", file=sys.stderr)
+    return 1 if failures else 0
 

@@ -35,7 +35,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -233,15 +232,11 @@ def command(args: argparse.Namespace) -> int:
     """``tidu-compile bench --train``: print the table, write ``--json``; 1 when a runner
     failed or its final loss differs from the others'."""
     document = run(steps=QUICK_STEPS if args.quick else STEPS, seed=args.seed)
-    if args.json:
-        Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
-    sys.stdout.write(format_train(document) + "\n")
-    bad = [row["runner"] for row in document["rows"]
+    from tidu_compile.tools.bench.report import finish
+
+    bad = [f"{row['runner']}: failed or its final loss differs" for row in document["rows"]
            if "error" in row or not row.get("loss_agrees", True)]  # fmt: skip
-    for name in bad:
-        print(f"tidu-compile bench: FAIL {name}: failed or its final loss differs",
-              file=sys.stderr)  # fmt: skip
-    return 1 if bad else 0
+    return finish(document, args.json, format_train(document), bad)
 
 
 def main(argv: list[str]) -> None:
