@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -149,6 +149,10 @@ class _Capture:
         return tensors
 
 
+#: ``_Traced.fused`` before ``func.value_and_grad`` first asks for it.
+UNBUILT = object()
+
+
 @dataclass
 class _Traced:
     """One traced signature: the recorded graph and what each call must supply."""
@@ -158,9 +162,10 @@ class _Traced:
     retained: list[int]
     single_output: bool
     forward_plan: ForwardPlan
-    #: ``func.value_and_grad``'s fused programs, by input types and needed gradients
-    #: (``frontend.composite_grad``).
-    fused: dict[Any, Any] = field(default_factory=dict)
+    #: ``func.value_and_grad``'s fused program (``frontend.composite_grad``), built on
+    #: its first use: one per trace, whose key fixes the input types and which inputs
+    #: require gradients. None: not fusable.
+    fused: Any = UNBUILT
 
     @property
     def graph(self) -> Graph:

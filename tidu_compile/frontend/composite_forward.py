@@ -36,10 +36,23 @@ from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.graph import Graph, GraphBuilder, Local, OperationNode
 from tidu_compile.ops.indexing import _Indexed
 
-__all__ = ["ForwardPlan", "evaluate_nodes"]
+__all__ = ["ForwardPlan", "copy_operations"]
 
 
-def evaluate_nodes(nodes: Sequence[OperationNode], values: list[Any]) -> None:
+def copy_operations(
+    builder: GraphBuilder, nodes: Sequence[OperationNode], local: dict[int, int]
+) -> None:
+    """Add ``nodes`` of a traced graph (no parents: every input ref is Local) to
+    ``builder``; ``local`` maps the traced graph's local ids to the builder's, and
+    gains the nodes' outputs."""
+    for node in nodes:
+        outputs = builder.add_operation(
+            node.operation, [local[r.id] for r in node.inputs], node.role  # type: ignore[union-attr]
+        )
+        local.update(zip(node.outputs, outputs, strict=True))
+
+
+def _evaluate_nodes(nodes: Sequence[OperationNode], values: list[Any]) -> None:
     """Evaluate ``nodes`` (in order) with numpy into ``values``, indexed by local id."""
     for node in nodes:
         # A traced graph has no parents: every input ref is Local.
@@ -67,8 +80,7 @@ class ForwardPlan:
 
     def __init__(self, graph: Graph, retained: Sequence[int], traced_values: Sequence[Any]) -> None:
         self.graph = graph
-        #: Local ids the tape needs: the outputs, then the retained values.
-        self.ids: tuple[int, ...] = tuple(dict.fromkeys((*graph.outputs, *retained)))
+        needs = tuple(dict.fromkeys((*graph.outputs, *retained)))  # outputs, retained
         known = set(graph.inputs)  # values at hand before the program runs
         prelude: list[OperationNode] = []
         for node in graph.operations:
@@ -85,10 +97,10 @@ class ForwardPlan:
         self.checkable = all(
             isinstance(r, Local) and r.id in known for n in self.indexing for r in n.inputs[1:]
         )
-        self.program_ids = tuple(i for i in self.ids if i not in known)
+        self.program_ids = tuple(i for i in needs if i not in known)
         self.program_inputs: tuple[int, ...] = ()
         self.recorded: RecordedGraph | None = None
-        if self.program_ids:
+        if self.program_ids and self.checkable:  # else ``run`` replays with numpy
             self._build_program(known)
 
     def _build_program(self, known: set[int]) -> None:
@@ -102,11 +114,7 @@ class ForwardPlan:
         computed = [i for i in dict.fromkeys(reads) if i in known and i not in local]
         for j, i in enumerate(computed):
             local[i] = builder.add_input(Name(f"prelude{j}"))
-        for node in rest:
-            outputs = builder.add_operation(
-                node.operation, [local[r.id] for r in node.inputs], node.role  # type: ignore[union-attr]
-            )
-            local.update(zip(node.outputs, outputs, strict=True))
+        copy_operations(builder, rest, local)
         builder.set_outputs([local[i] for i in self.program_ids])
         self.program_inputs = (*graph.inputs, *computed)
         self.recorded = RecordedGraph.from_graph(builder.build())
@@ -118,9 +126,9 @@ class ForwardPlan:
         for local_id, data in zip(self.graph.inputs, inputs, strict=True):
             values[local_id] = data
         if not self.checkable:
-            evaluate_nodes(self.graph.operations, values)
+            _evaluate_nodes(self.graph.operations, values)
             return values
-        evaluate_nodes(self.prelude, values)
+        _evaluate_nodes(self.prelude, values)
         for node in self.indexing:
             node.operation.where([values[r.id] for r in node.inputs[1:]])  # type: ignore[attr-defined, union-attr]
         if self.recorded is not None:

@@ -34,11 +34,13 @@ from tidu_compile.compiler.program import (
     saved_value_order,
 )
 from tidu_compile.eager import RecordedGraph
+from tidu_compile.frontend.composite import UNBUILT
+from tidu_compile.frontend.composite_forward import copy_operations
 from tidu_compile.frontend.state import current_capture, get_default_executor, grad_enabled
 from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.frontend.trees import leaves as tree_leaves
 from tidu_compile.frontend.trees import map_leaves
-from tidu_compile.graph import GraphBuilder, Local, Primary
+from tidu_compile.graph import GraphBuilder, Primary
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES, Constant, type_of
 
 __all__ = ["FusedGrad", "build_fused", "fused_value_and_grad"]
@@ -76,10 +78,7 @@ def build_fused(
     local: dict[int, int] = {}
     for i in graph.inputs:
         local[i] = builder.add_input(graph.values[i].key.key)  # type: ignore[union-attr]
-    for node in graph.operations:
-        ids = [local[r.id] for r in node.inputs if isinstance(r, Local)]
-        local.update(zip(node.outputs, builder.add_operation(node.operation, ids, Primary()),
-                         strict=True))  # fmt: skip
+    copy_operations(builder, graph.operations, local)
     value: dict[int, int] = {}
     for position, source in enumerate(program.arg_sources):
         if source.kind == "seed":
@@ -139,11 +138,10 @@ def fused_value_and_grad(
     )
     if not any(needed):
         return None
-    types = tuple(type_of(x) for x in inputs)
-    fused = traced.fused.get((types, needed), _MISSING)
-    if fused is _MISSING:
-        fused = build_fused(traced.recorded, types, needed)
-        traced.fused[(types, needed)] = fused
+    fused = traced.fused
+    if fused is UNBUILT:
+        types = tuple(type_of(x) for x in inputs)
+        fused = traced.fused = build_fused(traced.recorded, types, needed)
     if fused is None:
         return None
     results = get_default_executor().run_graph(fused.recorded, inputs)
@@ -162,5 +160,3 @@ def fused_value_and_grad(
 class _NotFusable(Exception):
     """A leaf the fused path does not take (a number, an integer array)."""
 
-
-_MISSING = object()

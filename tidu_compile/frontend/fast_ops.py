@@ -43,7 +43,7 @@ import numpy as np
 
 from tidu_compile.eager import RecordedGraph, Trace
 from tidu_compile.frontend.state import RECORDER, SPECIAL_THREADS, THREAD_STATE
-from tidu_compile.frontend.tensor import _NO_KEY, Tensor, recorded_graph_for
+from tidu_compile.frontend.tensor import _NO_KEY, Tensor, _functions, recorded_graph_for
 from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
 
 __all__ = ["SPECS", "Spec", "binary", "fast_binary", "fast_unary", "unary"]
@@ -345,18 +345,12 @@ def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor 
     return _recorded(graph, t, constant, out, (True, False))
 
 
-def _general(function: str) -> Callable[..., Tensor]:
-    from tidu_compile import frontend
-
-    return getattr(frontend, function)  # type: ignore[no-any-return]
-
-
 def _by_name(function: str) -> Callable[..., Tensor]:
     """The frontend function ``function`` (looked up when called: ``frontend`` imports
     this module)."""
 
     def general(*operands: Any) -> Tensor:
-        return _general(function)(*operands)
+        return getattr(_functions(), function)(*operands)  # type: ignore[no-any-return]
 
     return general
 

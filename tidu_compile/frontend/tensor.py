@@ -500,7 +500,4 @@ def input_types(inputs: Sequence[Tensor]) -> list[Any]:
     return [type_of(t._data) for t in inputs]
 
 
-
-
-
 from tidu_compile.frontend import fast_ops as _fast_ops  # noqa: E402, F401 - the operators
