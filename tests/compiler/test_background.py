@@ -218,16 +218,20 @@ def test_new_batch_sizes_follow_their_shape_class_in_flight(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("workload", [make_w3("float64", batch=256, features=8, hidden=16,
                                               outputs=4)], ids=["W3 per-op"])  # fmt: skip
+@pytest.mark.parametrize("on_disk", [True, False], ids=["disk cache", "memory only"])
 def test_one_wait_covers_programs_that_followed_their_shape_class(
-    tmp_path: Path, workload: Workload
+    tmp_path: Path, workload: Workload, on_disk: bool
 ) -> None:
     """A program that followed its shape class's compile and found the code does not
     serve it (a fixed extent differs) is submitted as soon as the class is done, so one
-    ``wait_for_background`` is enough for the next step to run natively."""
-    executor = CompiledExecutor(tmp_path / "bg", background=True)
-    _gradients(workload, executor, 0)
-    assert executor.stats.background_runs  # the first step ran on the reference path
-    assert executor.wait_for_background(timeout=300)
-    runs = executor.stats.background_runs
-    _gradients(workload, executor, 0)
-    assert executor.stats.background_runs == runs and executor.stats.fallbacks == 0
+    ``wait_for_background`` is enough for the next step to run natively, at every new
+    batch size (the class's finished submissions do not linger as leaders)."""
+    executor = CompiledExecutor(tmp_path / "bg" if on_disk else False, background=True)
+    for batch in (256, 200, 64):
+        sized = make_w3("float64", batch=batch, features=8, hidden=16, outputs=4)
+        _gradients(sized, executor, 0)
+        assert executor.wait_for_background(timeout=300)
+        runs = executor.stats.background_runs
+        _gradients(sized, executor, 0)
+        assert executor.stats.background_runs == runs, f"batch {batch}: not native"
+    assert executor.stats.fallbacks == 0

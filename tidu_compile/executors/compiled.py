@@ -130,7 +130,7 @@ class CompiledExecutor(BackwardExecutor):
         if self.background:
             _background.prewarm()
         #: Programs handed to background workers (``executors.tiered``).
-        self.tiered = Tiered(self.artifacts, self._compile_here, self.disk)
+        self.tiered = Tiered(self.artifacts, self._compile_here)
         #: ``run_graph``'s plans by (graph structure, input types).
         self._graph_plans: dict[Hashable, Any] = {}
 

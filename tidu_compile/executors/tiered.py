@@ -21,7 +21,6 @@ from typing import Any
 
 from tidu_compile.compiler import background
 from tidu_compile.compiler.artifacts import Artifacts, Keys
-from tidu_compile.compiler.cache import DiskCache
 from tidu_compile.compiler.generic import abstract
 from tidu_compile.compiler.plan import BoundPlan
 
@@ -40,6 +39,7 @@ class Submitted:
     name: str  # its key in ``Tiered.in_flight``
     program: Any
     keys: Keys | None  # None: the worker computes them (a cold process)
+    shape_class: str  # its abstract text: its key in ``Tiered.classes``
     #: The programs of its shape class that workers compile: this one waits for them
     #: and reuses their code if it serves (it is not submitted itself until then).
     leaders: tuple[Submitted, ...] = ()
@@ -52,23 +52,20 @@ class Submitted:
 
 
 class Tiered:
-    """An executor's background compiles: ``artifacts`` keeps what comes back;
-    ``compile_here(program, keys)`` is the fallback."""
+    """An executor's background compiles: ``artifacts`` keeps what comes back (and the
+    disk cache workers write to); ``compile_here(program, keys)`` is the fallback."""
 
     def __init__(
-        self,
-        artifacts: Artifacts,
-        compile_here: Callable[[Any, Keys], tuple[Any, BoundPlan]],
-        disk: DiskCache | None,
+        self, artifacts: Artifacts, compile_here: Callable[[Any, Keys], tuple[Any, BoundPlan]]
     ) -> None:
         self.artifacts = artifacts
         self.compile_here = compile_here
-        self.disk = disk
         #: Programs in flight, by digest (or text, unkeyed): (future, generation).
         self.in_flight: dict[str, tuple[futures.Future, int]] = {}
         #: Per shape class (abstract text), its programs that workers compile.
         self.classes: dict[str, list[Submitted]] = {}
-        #: Adopted artifacts and bound plans by name, for the leaders' own nodes.
+        #: Artifacts and bound plans by name, adopted or loaded for a follower, until
+        #: their own node collects them (bounded).
         self.collected: dict[str, tuple[Any, BoundPlan]] = {}
         #: Programs waiting for their shape class's leaders (``start_followers``).
         self.followers: list[Submitted] = []
@@ -79,38 +76,62 @@ class Tiered:
         generation = background.generation()
         name = keys.digest if keys is not None else str(program)
         shape_class = (keys.abstraction if keys is not None else abstract(program)).text
-        leaders = tuple(leader for leader in self.classes.get(shape_class, ())
-                        if leader.generation == generation and leader.name != name)  # fmt: skip
-        if leaders:
-            follower = Submitted(leaders[0].future, generation, name, program, keys, leaders)
+        own = self._submitted(shape_class, name, generation)
+        if own is not None:
+            return own  # submitted already (another node of the same program)
+        in_class = [s for s in self.classes.get(shape_class, ()) if s.generation == generation]
+        if in_class:
+            follower = Submitted(in_class[0].future, generation, name, program, keys,
+                                 shape_class, tuple(in_class))  # fmt: skip
             self.followers.append(follower)
             return follower
-        disk = self.disk
+        disk = self.artifacts.disk
         cache_dir = str(disk.directory) if disk is not None and disk.enabled else None
         future, submitted = self.in_flight.get(name, (None, -1))
         if future is None or submitted != generation:
             future = background.submit(program, None if keys is None else keys.digest, cache_dir)
             self.in_flight[name] = (future, generation)
-        result = Submitted(future, generation, name, program, keys)
+        result = Submitted(future, generation, name, program, keys, shape_class)
         self.classes.setdefault(shape_class, []).append(result)
         return result
 
+    def _submitted(self, shape_class: str, name: str, generation: int) -> Submitted | None:
+        """The submission of program ``name`` in flight in this generation, if any."""
+        return next((s for s in self.classes.get(shape_class, ())
+                     if s.name == name and s.generation == generation), None)  # fmt: skip
+
     def collect(self, submitted: Submitted) -> tuple[Any, BoundPlan] | Submitted:
         """The artifact and bound plan of a ready ``submitted``; for a follower whose
-        leader's code does not serve it, its own submission."""
+        leaders' code does not serve it, its own submission."""
+        got = self.collected.get(submitted.name)
+        if got is not None:
+            return got
         if not submitted.leaders:
             return self._adopt(submitted)
+        if submitted in self.followers:
+            self.followers.remove(submitted)
         for leader in submitted.leaders:  # into the executor's shape classes
             self._adopt(leader)
+        own = self._submitted(submitted.shape_class, submitted.name, submitted.generation)
+        if own is not None:  # submitted itself meanwhile (``start_followers``)
+            return self._adopt(own) if own.ready() else own
         keys = submitted.keys or Keys.of(submitted.program)
         found = self.artifacts.load(submitted.program, keys)
-        # Not served: follow the class's programs in flight now (compiled for other
-        # bindings meanwhile), else be compiled itself.
-        return found if found is not None else self.submit(submitted.program, keys)
+        if found is None:
+            # Not served: follow the class's programs in flight now (compiled for other
+            # bindings meanwhile), else be compiled itself.
+            return self.submit(submitted.program, keys)
+        self._keep(submitted.name, found)
+        return found
 
     def _adopt(self, submitted: Submitted) -> tuple[Any, BoundPlan]:
         """``submitted``'s artifact and bound plan, adopted once (a leader is adopted by
         its first follower or by itself, whichever comes first)."""
+        in_class = self.classes.get(submitted.shape_class, [])
+        if submitted in in_class:
+            in_class.remove(submitted)
+            if not in_class:
+                del self.classes[submitted.shape_class]
         got = self.collected.get(submitted.name)
         if got is not None:
             return got
@@ -118,11 +139,6 @@ class Tiered:
         background.await_environment()
         program = submitted.program
         keys = submitted.keys or Keys.of(program)
-        in_class = self.classes.get(keys.abstraction.text, [])
-        if submitted in in_class:
-            in_class.remove(submitted)
-            if not in_class:
-                del self.classes[keys.abstraction.text]
         future = submitted.future
         stale = submitted.generation != background.generation()
         done = None if stale or future.exception() else future.result()
@@ -130,10 +146,13 @@ class Tiered:
             got = self.artifacts.adopt(keys, *done)
         else:
             got = self.artifacts.load(program, keys) or self.compile_here(program, keys)
-        if len(self.collected) >= _COLLECTED:
-            self.collected.clear()  # bounded: a leader's own node may never come back
-        self.collected[submitted.name] = got
+        self._keep(submitted.name, got)
         return got
+
+    def _keep(self, name: str, got: tuple[Any, BoundPlan]) -> None:
+        if len(self.collected) >= _COLLECTED:
+            self.collected.clear()  # bounded: a program's own node may never come back
+        self.collected[name] = got
 
     def wait(self, timeout: float | None = None, lock: Any = None) -> bool:
         """Wait until every program in flight is compiled, followers included (True), or
@@ -153,17 +172,14 @@ class Tiered:
                     return True
 
     def start_followers(self) -> bool:
-        """Submit each follower whose leaders are done and whose code does not serve it
-        (it would otherwise start compiling only at its node's next call); True when one
-        was submitted."""
+        """Collect each follower whose leaders are done (``collect``: served by their
+        code, or submitted itself; it would otherwise wait for its node's next call);
+        True when one was submitted."""
         started = False
         for follower in [f for f in self.followers if f.ready()]:
-            self.followers.remove(follower)
             if follower.generation != background.generation():
-                continue  # a forked child's stale follower: collected at its next call
-            for leader in follower.leaders:
-                self._adopt(leader)
-            keys = follower.keys or Keys.of(follower.program)
-            if self.artifacts.load(follower.program, keys) is None:
-                started = not self.submit(follower.program, keys).ready() or started
+                self.followers.remove(follower)  # a forked child's: its node collects it
+                continue
+            got = self.collect(follower)
+            started = started or (isinstance(got, Submitted) and not got.ready())
         return started
