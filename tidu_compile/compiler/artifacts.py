@@ -16,6 +16,7 @@ it a representative of its class, in memory and on disk, and count
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +49,7 @@ class Keys:
     def of(program: NodeProgram) -> Keys:
         return Keys(native.program_digest(program), abstract(program))
 
-    @property
+    @functools.cached_property
     def generic(self) -> str:
         return generic_digest(
             native.code_fingerprint(), native.environment_fingerprint(), self.abstraction

@@ -47,6 +47,7 @@ _pool: ProcessPoolExecutor | None = None
 _environment: Future | None = None  # the environment fingerprint, from a worker
 _pool_lock = forksafe.Lock()
 _generation = 0
+_warmed: ProcessPoolExecutor | None = None  # the pool whose workers import the compiler
 
 
 def default_enabled() -> bool:
@@ -77,15 +78,17 @@ def prewarm() -> None:
     """Get ready: start the workers now, from this thread; the first one computes the
     environment fingerprint the program keys need (llvmlite, ~25 ms, then not in the
     caller: ``learn_environment``) and they import the compiler (xDSL, ~0.4 s) before
-    the first program arrives."""
-    global _environment
+    the first program arrives (once per pool, however many executors are made)."""
+    global _environment, _warmed
     from tidu_compile.compiler import native
 
     pool = _get_pool()
     if _environment is None and not native._environment:  # noqa: SLF001 - its cache
         _environment = pool.submit(native.environment_fingerprint)
-    for _ in range(workers()):
-        pool.submit(_import_compiler)
+    if pool is not _warmed:
+        _warmed = pool
+        for _ in range(workers()):
+            pool.submit(_import_compiler)
 
 
 def environment_known() -> bool:

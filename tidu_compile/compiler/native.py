@@ -7,7 +7,7 @@ key of a program (``program_digest``) is its text plus everything the generated 
 depends on: the project's version, xDSL's version, a digest of the code generator's own
 source (``compiler``, ``backend``, ``dialects``, ``passes``: an edit or an upgrade
 never loads a stale kernel) and the target (llvmlite version, triple, CPU name and
-features). ``compiler.pipeline`` re-exports all of it.
+features).
 """
 
 from __future__ import annotations

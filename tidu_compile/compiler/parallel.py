@@ -148,7 +148,7 @@ class _Worker:
 
 
 _workers: list[_Worker] = []
-_workers_lock = threading.Lock()
+_workers_lock = forksafe.Lock()
 
 
 def _get_workers(count: int) -> list[_Worker]:
@@ -161,9 +161,7 @@ def _get_workers(count: int) -> list[_Worker]:
 def _forget_workers() -> None:
     """In a forked child: the parent's worker threads do not exist there (a job handed
     to one would wait forever), so start afresh."""
-    global _workers_lock
-    _workers.clear()
-    _workers_lock = threading.Lock()
+    _workers.clear()  # (``_workers_lock`` is renewed by ``forksafe``)
 
 
 forksafe.after_fork_in_child(_forget_workers)

@@ -3,15 +3,10 @@
 ``compile_program`` takes the node's program through the stages ``tidu`` .. ``loops``,
 reads the node's ``Plan`` off the ``loops`` form of ``@node``, lowers the kernels to the
 ``llvm`` stage and compiles them to object code; the result is an ``Artifact``, which
-is what the disk cache stores. ``bind`` loads the object code into the process's engine.
-``lower_through`` is the same walk for ``tidu-compile dump`` and ``opt``: they print the
-IR the executor compiles, stage by stage.
-
-The disk-cache key of a program (``program_digest``) is its text plus everything the
-generated code depends on: the project's version, xDSL's version, a digest of the code
-generator's own source (``compiler``, ``backend``, ``dialects``, ``passes``: an edit or an
-upgrade never loads a stale kernel) and the target (llvmlite version, triple, CPU name
-and features).
+is what the disk cache stores (``compiler.native`` keys it, ``native.bind`` loads its
+object code into the process's engine). ``lower_through`` is the same walk for
+``tidu-compile dump`` and ``opt``: they print the IR the executor compiles, stage by
+stage.
 """
 
 from __future__ import annotations
