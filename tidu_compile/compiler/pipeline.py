@@ -14,14 +14,12 @@ from __future__ import annotations
 import time
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import FuncOp
 
 from tidu_compile.backend.array_entry import ENTRY_SUFFIX
 from tidu_compile.compiler.native import _COMPILE_LOCK, Artifact
-from tidu_compile.compiler.plan_builder import baked_integers, build_plan
+from tidu_compile.compiler.plan_builder import baked_integers, build_plan, kernel_functions
 from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.compiler.stages import AfterPass, Stage, run_passes, stage, stages_between
-from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 
 __all__ = ["compile_program", "import_stage", "lower", "lower_through"]
 
@@ -85,9 +83,7 @@ def compile_program(program: NodeProgram, digest: str) -> Artifact:
             module = lower(module, step, verify_each=False)  # the tests verify each pass
             seconds[step.name] = time.perf_counter() - start
         plan = build_plan(module, program)
-        baked = baked_integers(
-            op for op in module.ops if isinstance(op, FuncOp) and KERNEL_ATTR in op.attributes
-        )
+        baked = baked_integers(kernel_functions(module))
         object_code: bytes | None = None
         if plan.kernel_symbols:
             start = time.perf_counter()

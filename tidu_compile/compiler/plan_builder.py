@@ -41,7 +41,9 @@ from tidu_compile.ops.base import TensorType
 from tidu_compile.passes.tidu_loop_access import FILL_ATTR
 from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 
-__all__ = ["LIBRARY_BY_DESIGN", "baked_integers", "build_plan", "node_function"]
+__all__ = [
+    "LIBRARY_BY_DESIGN", "baked_integers", "build_plan", "kernel_functions", "node_function",
+]  # fmt: skip
 
 #: tidu ops that run as numpy library calls by design (BLAS, layout changes, scans,
 #: sorting, argmax and argmin); any other tidu op left outside a kernel is a fallback
@@ -99,11 +101,12 @@ def _kernel_sizes(module: ModuleOp) -> dict[str, int]:
     without the fill of partly written results (``FILL_ATTR``: a cost of the border)
     nor index arithmetic (``arith`` ops of ``index`` values: loop bounds and the
     addresses of slices and pads, which LLVM folds into the addressing)."""
-    return {
-        op.sym_name.data: _operations(op)
-        for op in module.ops
-        if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
-    }
+    return {op.sym_name.data: _operations(op) for op in kernel_functions(module)}
+
+
+def kernel_functions(module: ModuleOp) -> list[func.FuncOp]:
+    """The outlined kernel functions of a ``loops``-stage module (``KERNEL_ATTR``)."""
+    return [op for op in module.ops if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
 
 
 def _operations(function: Operation) -> int:
@@ -199,7 +202,7 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
 _LEADING = re.compile(r"^memref<\d+")
 
 
-def baked_integers(kernel_functions: Iterable[func.FuncOp]) -> frozenset[int]:
+def baked_integers(functions: Iterable[func.FuncOp]) -> frozenset[int]:
     """Every integer the kernel functions (``loops`` form) spell out, but
     the leading extents of a chunked kernel's argument types.
 
@@ -211,7 +214,7 @@ def baked_integers(kernel_functions: Iterable[func.FuncOp]) -> frozenset[int]:
     without changing the machine code.
     """
     found: set[int] = set()
-    for function in kernel_functions:
+    for function in functions:
         function = function.clone()
         for op in list(function.walk()):  # a bound the chunked loop replaced by [lo, hi)
             if isinstance(op, arith.ConstantOp) and not op.result.uses:

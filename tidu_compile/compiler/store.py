@@ -70,19 +70,20 @@ def representative(digest: str, artifact: object, abstraction: Abstraction) -> R
     plan = artifact.plan  # type: ignore[attr-defined]
     known = set(binding) | {0, 1}
     extents = [s.extent for s in plan.steps if isinstance(s, KernelStep)]
+    every = frozenset(range(len(binding)))
     if (
         artifact.baked is None  # type: ignore[attr-defined]
         or any(d not in known for t in plan.types for d in t.shape)
         or not known.issuperset(extents)
     ):
-        return Representative(digest, artifact, binding, frozenset(range(len(binding))))
+        return Representative(digest, artifact, binding, every)
     spelled = set(artifact.baked)  # type: ignore[attr-defined]
     for step in plan.steps:
         if isinstance(step, LibraryStep):
             spelled |= other_field_integers(step.op)
-    if -1 in spelled:
-        return Representative(digest, artifact, binding, frozenset(range(len(binding))))
-    fixed = frozenset(i for i, extent in enumerate(binding) if extent in spelled)
+    fixed = every if -1 in spelled else frozenset(
+        i for i, extent in enumerate(binding) if extent in spelled
+    )
     return Representative(digest, artifact, binding, fixed)
 
 
