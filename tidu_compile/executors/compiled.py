@@ -24,6 +24,7 @@ fallbacks. What is kept per node, and the counters, are in ``executors.node_plan
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -272,7 +273,9 @@ class CompiledExecutor(BackwardExecutor):
             with self._lock:  # single flight, as for backward plans
                 plan = self._graph_plans.get(key)
                 if plan is None:
-                    plan = self._guarded(lambda: self._graph_plan(graph_program(graph, types)))
+                    plan = self._guarded(
+                        lambda: bound_plan(self._obtain(graph_program(graph, types)))
+                    )
                     if len(self._graph_plans) >= self.memory.max_entries:
                         self._graph_plans.clear()  # bounded; plans come back from disk
                     self._graph_plans[key] = plan
@@ -449,7 +452,7 @@ class CompiledExecutor(BackwardExecutor):
             def settle() -> CompiledPlan | PendingPlan:
                 found = self.tiered.collect(pending.submitted)
                 if isinstance(found, Submitted):  # its class's code does not serve it
-                    return PendingPlan(found, pending.order, pending.saved_types, pending.needed)
+                    return dataclasses.replace(pending, submitted=found)
                 return self._node_plan(*args, *found)
 
             compiled = self._guarded(settle)
@@ -486,9 +489,6 @@ class CompiledExecutor(BackwardExecutor):
         )
         fast = build_fast_call(bound, sources, unread).function
         return CompiledPlan(bound, sources, plan.fallback_count, nbytes, unread, needed, fast)
-
-    def _graph_plan(self, program: Any) -> BoundPlan | Submitted:
-        return bound_plan(self._obtain(program))
 
     def _compile_here(self, program: Any, keys: Keys) -> tuple[Any, BoundPlan]:
         if self.forbid_compile:
