@@ -235,3 +235,22 @@ def test_one_wait_covers_programs_that_followed_their_shape_class(
         _gradients(sized, executor, 0)
         assert executor.stats.background_runs == runs, f"batch {batch}: not native"
     assert executor.stats.fallbacks == 0
+
+
+@pytest.mark.parametrize(("text", "enabled"), [("0", False), ("off", False), (" 1 ", True),
+                                               ("yes", True)])  # fmt: skip
+def test_the_background_switch_reads_its_environment_variable(
+    monkeypatch: pytest.MonkeyPatch, text: str, enabled: bool
+) -> None:
+    monkeypatch.setenv(background.BACKGROUND_ENV, text)
+    assert background.default_enabled() is enabled
+
+
+@pytest.mark.parametrize("name", ["BACKGROUND_ENV", "WORKERS_ENV"])
+def test_bad_background_settings_are_clear_errors(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    variable = getattr(background, name)
+    monkeypatch.setenv(variable, "maybe")
+    with pytest.raises(ValueError, match=f"{variable}.*'maybe'"):
+        background.default_enabled() if name == "BACKGROUND_ENV" else background.workers()

@@ -50,9 +50,19 @@ _generation = 0
 _warmed: ProcessPoolExecutor | None = None  # the pool whose workers import the compiler
 
 
+_SWITCH = {"1": True, "true": True, "yes": True, "on": True,
+           "0": False, "false": False, "no": False, "off": False}  # fmt: skip
+
+
 def default_enabled() -> bool:
-    """``CompiledExecutor(background=None)``: on unless ``$TIDU_COMPILE_BACKGROUND`` is 0."""
-    return os.environ.get(BACKGROUND_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+    """``CompiledExecutor(background=None)``: on unless ``$TIDU_COMPILE_BACKGROUND`` is 0
+    (or false, no, off); another value is a ``ValueError``."""
+    text = os.environ.get(BACKGROUND_ENV, "1")
+    enabled = _SWITCH.get(text.strip().lower())
+    if enabled is None:
+        raise ValueError(f"{BACKGROUND_ENV} must be 0 or 1 (or true/false, yes/no, on/off), "
+                         f"got {text!r}")  # fmt: skip
+    return enabled
 
 
 def workers() -> int:
