@@ -127,13 +127,19 @@ def _literal(emit: Emit, value: complex, type_: Attribute) -> Scalar:
     return constant(emit, value.real, part), constant(emit, value.imag, part)
 
 
+def scale_by(emit: Emit, x: Scalar, factor: Scalar) -> Scalar:
+    """``x`` times a real factor ``(k,)`` (both parts scaled) or a complex ``(re, im)``."""
+    if len(factor) == 1:
+        return tuple(_mul(emit, part, factor[0]) for part in x)
+    return complex_mul(emit, x, factor)
+
+
 def _scale(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
     assert isinstance(op, ew.ScaleOp)
     factor = op.value
     if factor.imag == 0:
-        k = constant(emit, factor.real, args[0][0].type)
-        return [tuple(_mul(emit, part, k) for part in args[0])]
-    return [complex_mul(emit, args[0], _literal(emit, factor, op.result.type))]
+        return [scale_by(emit, args[0], (constant(emit, factor.real, args[0][0].type),))]
+    return [scale_by(emit, args[0], _literal(emit, factor, op.result.type))]
 
 
 def _shift(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
@@ -249,4 +255,5 @@ __all__ = [
     "complex_lowering",
     "complex_mul",
     "has_complex_lowering",
+    "scale_by",
 ]

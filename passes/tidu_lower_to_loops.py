@@ -95,9 +95,11 @@ from tidu_compile.dialects.tidu_kernel import KernelOp, YieldOp
 from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, func, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     ComplexType,
     DictionaryAttr,
+    FunctionType,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -109,11 +111,20 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from .errors import LoweringError
 from .tidu_complex_lowering import Scalar, complex_lowering
 from .tidu_loop_access import fill_result, guarded_load, index_values, whole_fill_results
 from .tidu_loop_combine import combine, identity
+from .tidu_loop_params import (
+    PARAMS_NAME,
+    factor_parts,
+    params_global,
+    params_type,
+    runtime_scale,
+    scale_ops,
+)
 from .tidu_scalar_lowering import Emit, constant, lower_scalar_op
 
 KERNEL_ATTR = "tidu.kernel"
@@ -201,7 +212,8 @@ class _Body:
         for dim, size in enumerate(shape):
             body = Block(arg_types=[IndexType()])
             body.args[0].name_hint = f"i{len(ivs)}"
-            lower, upper = (bounds or {}).get(dim, (self.index(0), self.index(size)))
+            given = (bounds or {}).get(dim)  # no constant for a bound given as arguments
+            lower, upper = given if given is not None else (self.index(0), self.index(size))
             self.emit(scf.ForOp(lower, upper, self.index(1), [], body))
             ivs.append(body.args[0])
             self.block = body
@@ -240,19 +252,40 @@ def is_chunked(kernel: KernelOp, chunked: bool) -> bool:
     return chunked and len(domain) > 0 and domain[0] > 0 and not whole_fill_results(kernel)
 
 
-def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) -> func.FuncOp:
+def kernel_params(kernel: KernelOp, runtime_scales: bool) -> list[float]:
+    """The entries of the kernel's ``%params`` argument (``tidu_loop_params``); empty
+    when it has none."""
+    if not runtime_scales:
+        return []
+    return [part for op in scale_ops(kernel) for part in factor_parts(op)]
+
+
+def build_kernel_function(
+    kernel: KernelOp, name: str, chunked: bool = False, runtime_scales: bool = False
+) -> func.FuncOp:
     """The loop-nest function of one kernel (see the module docstring)."""
     in_types = [kernel_memref_type(v.type) for v in kernel.inputs]
+    params = kernel_params(kernel, runtime_scales)
+    param_types = [params_type(len(params))] if params else []
     out_types = [kernel_memref_type(v.type) for v in kernel.outputs]
     chunked = is_chunked(kernel, chunked)
     range_types = [IndexType(), IndexType()] if chunked else []
-    entry = Block(arg_types=[*in_types, *out_types, *range_types])
+    entry = Block(arg_types=[*in_types, *param_types, *out_types, *range_types])
     ins = entry.args[: len(in_types)]
-    outs = entry.args[len(in_types) : len(in_types) + len(out_types)]
+    first_out = len(in_types) + len(param_types)
+    outs = entry.args[first_out : first_out + len(out_types)]
     for prefix, args in (("in", ins), ("out", outs)):
         for i, arg in enumerate(args):
             arg.name_hint = f"{prefix}{i}"
     body = _Body(entry)
+    factors: dict[Operation, list[SSAValue]] = {}
+    if params:  # loaded once, at the top
+        argument = entry.args[len(in_types)]
+        argument.name_hint = PARAMS_NAME
+        loaded = iter([body.emit(memref.LoadOp.get(argument, [body.index(i)])).results[0]
+                       for i in range(len(params))])  # fmt: skip
+        for op in scale_ops(kernel):
+            factors[op] = [next(loaded) for _ in factor_parts(op)]
     domain = kernel.domain.get_values()
     chunk: dict[int, tuple[SSAValue, SSAValue]] = {}
     if chunked:
@@ -311,7 +344,11 @@ def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) ->
         if op.regions:
             raise LoweringError(TiduLowerToLoopsPass.name, op.name, "ops with regions cannot be "
                                 "lowered in a tidu.kernel body")
-        lowered = lower_body_op(op, [values[v] for v in op.operands], body.emit)
+        operands = [values[v] for v in op.operands]
+        if op in factors:
+            lowered = runtime_scale(op, operands, factors[op], body.emit)
+        else:
+            lowered = lower_body_op(op, operands, body.emit)
         for result, value in zip(op.results, lowered, strict=True):
             _name(value, result)
             values[result] = value
@@ -333,18 +370,23 @@ def build_kernel_function(kernel: KernelOp, name: str, chunked: bool = False) ->
 
     noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
     plain = DictionaryAttr({})
+    buffers = len(in_types) + len(param_types) + len(out_types)
     function = func.FuncOp(
         name,
-        ([*in_types, *out_types, *range_types], []),
+        ([*in_types, *param_types, *out_types, *range_types], []),
         Region(entry),
-        arg_attrs=ArrayAttr([noalias] * len(in_types + out_types) + [plain] * len(range_types)),
+        arg_attrs=ArrayAttr([noalias] * buffers + [plain] * len(range_types)),
     )
     function.attributes[KERNEL_ATTR] = UnitAttr()
     return function
 
 
-def replace_kernel(kernel: KernelOp, symbol: str, chunked: bool = False) -> None:
-    """Replace ``kernel`` in place by to_buffer / alloc / call / to_tensor.
+def replace_kernel(
+    kernel: KernelOp, symbol: str, chunked: bool = False, runtime_scales: bool = False
+) -> memref.GlobalOp | None:
+    """Replace ``kernel`` in place by to_buffer / alloc / call / to_tensor; with
+    ``runtime_scales`` and scale ops in its body, also pass ``%params`` from the global
+    ``@<symbol>_params`` it returns (for the caller to add to the module).
 
     A chunked kernel's call also passes ``%c0, %cN`` (the whole range of domain dim 0)
     and carries ``tidu.chunk_extent`` (N), ``tidu.domain_size`` and
@@ -376,12 +418,19 @@ def replace_kernel(kernel: KernelOp, symbol: str, chunked: bool = False) -> None
             )
             new_ops.append(to_buffer)
             buffers[value] = as_argument(to_buffer.results[0])
+    params = kernel_params(kernel, runtime_scales)
+    constants: list[SSAValue] = []
+    table = params_global(f"{symbol}_params", params) if params else None
+    if table is not None:
+        get = memref.GetGlobalOp(table.sym_name.data, params_type(len(params)))
+        new_ops.append(get)
+        constants.append(get.memref)
     allocs = [memref.AllocOp([], [], memref_type(v.type)) for v in kernel.outputs]
     outputs = []
     for alloc in allocs:
         new_ops.append(alloc)
         outputs.append(as_argument(alloc.memref))
-    arguments = [buffers[v] for v in kernel.inputs] + outputs
+    arguments = [buffers[v] for v in kernel.inputs] + constants + outputs
     call_attributes: dict[str, Attribute] = {}
     if is_chunked(kernel, chunked):
         domain = kernel.domain.get_values()
@@ -410,25 +459,54 @@ def replace_kernel(kernel: KernelOp, symbol: str, chunked: bool = False) -> None
     for result, tensor in zip(kernel.outputs, tensors, strict=True):
         result.replace_all_uses_with(tensor.tensor)
     block.erase_op(kernel)
+    return table
 
 
-def lower_function(function: func.FuncOp, chunked: bool = False) -> list[func.FuncOp]:
-    """Outline the kernels of one function; returns the new kernel functions."""
+def lower_function(
+    function: func.FuncOp, chunked: bool = False, runtime_scales: bool = False
+) -> tuple[list[func.FuncOp], list[memref.GlobalOp]]:
+    """Outline the kernels of one function; returns the new kernel functions and the
+    globals of their ``%params`` (``runtime_scales``)."""
     kernels = [op for op in function.body.walk() if isinstance(op, KernelOp)]
     outlined: list[func.FuncOp] = []
+    tables: list[memref.GlobalOp] = []
     for index, kernel in enumerate(kernels):
         symbol = kernel_symbol(function.sym_name.data, index)
-        outlined.append(build_kernel_function(kernel, symbol, chunked))
-        replace_kernel(kernel, symbol, chunked)
-    return outlined
+        outlined.append(build_kernel_function(kernel, symbol, chunked, runtime_scales))
+        table = replace_kernel(kernel, symbol, chunked, runtime_scales)
+        if table is not None:
+            tables.append(table)
+    return outlined, tables
 
 
 def extract_kernel_module(module: ModuleOp) -> ModuleOp:
-    """A new module with copies of the kernel functions only (for the LLVM backend)."""
-    return ModuleOp(
-        [op.clone() for op in module.ops
-         if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
-    )
+    """A new module with copies of the kernel functions only (for the LLVM backend),
+    every memref argument's leading extent made dynamic::
+
+        func.func @f_k0(%in0: memref<256x8xf64>, %out0: memref<256xf64>, %lo: index, ...)
+        ==> func.func @f_k0(%in0: memref<?x8xf64>, %out0: memref<?xf64>, %lo: index, ...)
+
+    A row-major buffer's address arithmetic never reads its leading extent, and a loop
+    over it has its bounds as arguments (``[lo, hi)``) or as constants in the body: so
+    the leading extents are not part of the code, and two programs differing only there
+    compile to the same text (``compiler.kernel_code`` keys object code by it).
+    """
+    kernels = [op.clone() for op in module.ops
+               if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]  # fmt: skip
+    for kernel in kernels:
+        _dynamic_leading_extents(kernel)
+    return ModuleOp(kernels)
+
+
+def _dynamic_leading_extents(function: func.FuncOp) -> None:
+    """Retype ``function``'s ranked memref arguments to a dynamic leading extent."""
+    block = function.body.block
+    for arg in list(block.args):
+        arg_type = arg.type
+        if isinstance(arg_type, MemRefType) and arg_type.get_shape():
+            shape = (DYNAMIC_INDEX, *arg_type.get_shape()[1:])
+            Rewriter.replace_value_with_new_type(arg, MemRefType(arg_type.element_type, shape))
+    function.function_type = FunctionType.from_lists(list(block.arg_types), [])
 
 
 @dataclass(frozen=True)
@@ -442,12 +520,20 @@ class TiduLowerToLoopsPass(ModulePass):
     ``[lo, hi)`` range of domain dimension 0 it computes, so a caller can run chunks on
     several threads (see ``replace_kernel`` for the call's attributes)."""
 
+    runtime_scales: bool = False
+    """Read the factors of ``tidu.scale`` at run time from a ``%params`` argument
+    (``tidu_loop_params``): kernels that differ only in a factor, such as ``mean``'s
+    ``1/n``, are then the same code."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             after: Operation = function
-            for outlined in lower_function(function, self.chunked):
-                op.body.block.insert_op_after(outlined, after)
-                after = outlined
+            outlined, tables = lower_function(function, self.chunked, self.runtime_scales)
+            for kernel in outlined:
+                op.body.block.insert_op_after(kernel, after)
+                after = kernel
+            for table in reversed(tables):
+                op.body.block.insert_op_before(table, function)
 
 
 __all__ = [

@@ -24,7 +24,6 @@ from tidu_compile.tools.dump import backward_nodes, stage_text
 import tidu_compile as tc
 from tidu_compile import func
 from tidu_compile.compiler import native, pipeline
-from tidu_compile.compiler.generic import abstract
 from tidu_compile.compiler.plan_builder import node_function
 from tidu_compile.executors.compiled import CompiledExecutor
 
@@ -52,42 +51,31 @@ def assert_dump_is_what_runs(
     loss: Any, wrt: list[Any], monkeypatch: pytest.MonkeyPatch, derived: bool = False
 ) -> None:
     """Run ``loss``'s backward on a fresh compiled executor, keeping the ``loops`` IR of
-    every program it compiles, then compare each dumped node with it. A node whose shape
-    class was compiled for another node (same program but for its extents: a generic
-    hit) runs that node's native code: its program must be of that class. ``derived``:
-    the tape holds VJP or JVP graphs of nodes (their seed or tangent inputs are ``d0``...)."""
+    every program it lowers (compiled, or with object code its kernels share with
+    another: a generic hit), then compare each dumped node with it. ``derived``: the
+    tape holds VJP or JVP graphs of nodes (their seed or tangent inputs are ``d0``...)."""
     executed: dict[str, str] = {}  # node function name -> the loops IR the plan came from
-    classes: dict[str, str] = {}  # the executed programs' shape classes -> name
     build_plan = pipeline.build_plan
 
     def spy(module: Any, program: Any) -> Any:
-        name = node_function(module).sym_name.data
-        executed[name] = str(module)
-        classes[abstract(program).text] = name
+        executed[node_function(module).sym_name.data] = str(module)
         return build_plan(module, program)
 
     monkeypatch.setattr(pipeline, "build_plan", spy)
     executor = CompiledExecutor(cache_dir=False)
     tc.grad(loss, wrt, executor=executor)
     stats = executor.stats
-    assert stats.fallbacks == 0 and stats.compiles == len(executed) > 0
+    assert stats.fallbacks == 0 and stats.compiles + stats.generic_hits == len(executed) > 0
 
-    seen, generic = set(), 0
+    seen = set()
     nodes = backward_nodes(loss)
     assert derived == any("d0" in map(str, n.recorded.input_keys) for n in nodes)
     for node in nodes:
-        program = node.program()
-        name = f"tidu_{native.program_digest(program)[:24]}"
-        if name not in executed:
-            shape_class = abstract(program).text
-            assert shape_class in classes, f"{node.title()}: the executor compiled no such program"
-            seen.add(classes[shape_class])
-            generic += 1
-            continue
+        name = f"tidu_{native.program_digest(node.program())[:24]}"
+        assert name in executed, f"{node.title()}: the executor lowered no such program"
         seen.add(name)
         assert stage_text(node, "loops") == executed[name].replace(name, f"node{node.index}")
-    assert seen == set(executed)  # and every compiled program is a dumped node's
-    assert generic == stats.generic_hits
+    assert seen == set(executed)  # and every lowered program is a dumped node's
 
 
 @pytest.mark.parametrize("workload", WORKLOADS, ids=[w.key for w in WORKLOADS])

@@ -150,7 +150,7 @@ def test_user_scalar_primitives_fall_back_to_reference() -> None:
 def test_a_failing_compile_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
     from tidu_compile.compiler import pipeline
 
-    def broken(program: object, digest: str) -> None:
+    def broken(program: object, digest: str, *rest: object) -> None:
         raise RuntimeError("injected backend failure")
 
     monkeypatch.setattr(pipeline, "compile_program", broken)

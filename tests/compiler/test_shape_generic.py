@@ -71,9 +71,9 @@ def test_new_batch_sizes_compile_nothing(tmp_path: Path, composite: bool) -> Non
 
 def test_a_shape_class_comes_back_from_disk(tmp_path: Path) -> None:
     _train(CompiledExecutor(tmp_path), _mlp_loss, batches=(256,))
-    again = CompiledExecutor(tmp_path, forbid_compile=True)  # any compile raises
+    again = CompiledExecutor(tmp_path, forbid_compile=True)  # running LLVM raises
     _train(again, _mlp_loss, batches=(33,))
-    assert again.stats.compiles == 0 and again.stats.disk_hits > 0
+    assert again.stats.compiles == 0 and again.stats.generic_hits > 0
 
 
 def test_an_extent_the_kernels_spell_out_is_compiled_again(tmp_path: Path) -> None:

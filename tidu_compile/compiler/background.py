@@ -128,10 +128,13 @@ def await_environment(timeout: float = 10.0) -> None:
         native.environment_fingerprint()
 
 
-def submit(program: Any, digest: str | None, cache_dir: str | None) -> Future:
-    """A future of ``(native.Artifact, compiled)`` for ``program``, from a worker
-    (``_compile``)."""
-    return _get_pool().submit(_compile, program, digest, cache_dir)
+def submit(
+    program: Any, digest: str | None, cache_dir: str | None,
+    known: tuple[tuple[str, bytes], ...] = (),
+) -> Future:
+    """A future of ``(native.Artifact, artifacts.Source)`` for ``program``, from a worker
+    (``_compile``); ``known``: object code by kernels digest the worker may reuse."""
+    return _get_pool().submit(_compile, program, digest, cache_dir, known)
 
 
 def _get_pool() -> ProcessPoolExecutor:
@@ -167,24 +170,38 @@ def _import_compiler() -> None:
     from tidu_compile.compiler import pipeline  # noqa: F401
 
 
-def _compile(program: Any, digest: str | None, cache_dir: str | None) -> tuple[Any, bool]:
-    """In a worker: ``(artifact, True)`` compiled and stored on disk (for other
-    processes); without a ``digest`` (the caller did not key the program: a cold
-    process), first the disk's artifact ``(artifact, False)`` if it has one."""
+#: In a worker: the object code it knows, per cache directory (None: memory only).
+_objects: dict[str | None, Any] = {}
+
+
+def _compile(
+    program: Any, digest: str | None, cache_dir: str | None,
+    known: tuple[tuple[str, bytes], ...] = (),
+) -> tuple[Any, str]:
+    """In a worker: ``(artifact, source)``, compiled (``"compiled"``, or ``"reused"``
+    when its kernels' object code was known: ``compiler.objects``) and stored on disk
+    for other processes; without a ``digest`` (the caller did not key the program: a
+    cold process), first the disk's artifact (``"disk"``) if it has one."""
     from tidu_compile.compiler import native, pipeline
     from tidu_compile.compiler.artifacts import fits
     from tidu_compile.compiler.cache import DiskCache
+    from tidu_compile.compiler.objects import ObjectStore
 
     disk = DiskCache(cache_dir) if cache_dir is not None else None
     if digest is None:
         digest = native.program_digest(program)
         stored = disk.get(digest) if disk is not None else None
         if stored is not None and fits(stored, digest, program):
-            return stored, False
-    artifact = pipeline.compile_program(program, digest)
+            return stored, "disk"
+    objects = _objects.get(cache_dir)
+    if objects is None:
+        objects = _objects[cache_dir] = ObjectStore(disk)
+    for kernels, code in known:
+        objects.put(kernels, code, to_disk=False)
+    artifact, generated = pipeline.compile_program(program, digest, objects)
     if disk is not None:
         disk.put(digest, artifact)
-    return artifact, True
+    return artifact, "compiled" if generated else "reused"
 
 
 def _init_worker(parent: int) -> None:

@@ -97,6 +97,9 @@ def build_fast_call(
         lines.append("        return None")
     names = [f"a{i}" for i in range(len(arg_sources))]
     names += [f"b{i}" for i in range(len(arg_sources), len(bound.plan.types))]
+    for index, array in bound.constants.items():  # kernels' %params: bound once
+        names[index] = f"C{index}"
+        constants[f"C{index}"] = array
     for number, step in enumerate(bound.steps):
         lines += _step_lines(number, step, names, constants, bound)
     results = ["None" if r is None else names[r] for r in bound.plan.results]

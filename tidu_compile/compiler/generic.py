@@ -1,12 +1,8 @@
 """A program's shape class: its text with the extents abstracted, and their values.
 
-Kernels loop over the rows ``[lo, hi)`` of their domain's first dimension, passed at
-run time, so two programs that differ only in, say, the batch size usually compile to
-the same machine code. ``abstract(program)`` names every extent ``>= 2`` of the
-program's types and of its ops' shape fields (``shape``, ``operand_shape``,
-``lhs_shape``, ...) ``s0, s1, ...`` by first appearance; ``0`` and ``1`` stay literal
-(broadcasts and no-op transposes depend on them), as do all other op parameters (so
-``Slice(start=(3,))`` or a constant ``1/n`` still split classes)::
+``abstract(program)`` names every extent ``>= 2`` of the program's types and of its
+ops' shape fields (``shape``, ``operand_shape``, ``lhs_shape``, ...) ``s0, s1, ...`` by
+first appearance; ``0`` and ``1`` stay literal, as do all other op parameters::
 
     program(seed0: 256x10:float64, saved0: 256x64:float64) {     binding (256, 10, 64)
       v2 = ReduceSum(axes=(0,), operand_shape=(256, 10))(v0)
@@ -14,31 +10,26 @@ program's types and of its ops' shape fields (``shape``, ``operand_shape``,
     ==> program(seed0: s0xs1:float64, saved0: s0xs2:float64) {
           v2 = ReduceSum(axes=(0,), operand_shape=(s0, s1))(v0)
 
-Programs with equal abstract texts differ only in the binding (the values of
-``s0, s1, ...``; equal extents share one name, so the pattern of equalities is part of
-the class). Which of the names the compiled code really fixes is decided once per
-compiled representative (``compiler.store``): ``plan_builder.baked_integers`` lists
-every integer the kernels' loop nests spell out, an over-approximation of what they
-depend on.
+Programs with equal abstract texts differ only in the binding (the values of ``s0, s1,
+...``): they are likely to compile to the same kernels (the next batch size). It is a
+grouping, not a licence to share code: background compiles of one class in flight wait
+for each other (``executors.tiered``) so that the later ones reuse the first one's
+object code, and they reuse it only when their own kernel text is the same
+(``compiler.kernel_code``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.ops.base import TensorType
 
-__all__ = [
-    "SHAPE_FIELDS", "Abstraction", "abstract", "integers", "map_shape_fields",
-    "other_field_integers",
-]
+__all__ = ["SHAPE_FIELDS", "Abstraction", "abstract"]
 
-#: Op fields that hold extents (a shape, or a tuple of shapes): abstracted in the key
-#: and remapped when a plan is instantiated for another binding.
+#: Op fields that hold extents (a shape, or a tuple of shapes): abstracted in the class.
 SHAPE_FIELDS = frozenset(
     {"shape", "operand_shape", "lhs_shape", "rhs_shape", "big_shape", "index_shape",
      "operand_shapes"}
@@ -101,41 +92,3 @@ def abstract(program: NodeProgram) -> Abstraction:
         lines.append(f"{outs} = {namer.op(instr.op)}({ins})")
     lines.append(f"return {program.results}")
     return Abstraction("\n".join(lines), tuple(namer.names))
-
-
-def map_shape_fields(op: Any, dim: Any) -> Any:
-    """``op`` with each extent ``d`` of its shape fields replaced by ``dim(d)``."""
-    if not dataclasses.is_dataclass(op):
-        return op
-    changes = {
-        f.name: _map_shape(getattr(op, f.name), dim)
-        for f in dataclasses.fields(op)
-        if f.name in SHAPE_FIELDS
-    }
-    return dataclasses.replace(op, **changes) if changes else op  # type: ignore[type-var]
-
-
-def _map_shape(value: Any, dim: Any) -> Any:
-    if isinstance(value, tuple):
-        return tuple(_map_shape(v, dim) for v in value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return dim(value)
-    return value
-
-
-def other_field_integers(op: Any) -> set[int]:
-    """The integers spelled in ``op``'s fields other than its shape fields."""
-    if not dataclasses.is_dataclass(op):
-        return {-1}  # unknown: the caller treats it as fixing everything
-    text = " ".join(
-        repr(getattr(op, f.name)) for f in dataclasses.fields(op) if f.name not in SHAPE_FIELDS
-    )
-    return integers(text)
-
-
-_INTEGER = re.compile(r"(?<![\w.])\d+(?![\w.])")
-
-
-def integers(text: str) -> set[int]:
-    """The integers spelled in ``text`` (not inside names nor floats' digits)."""
-    return {int(token) for token in _INTEGER.findall(text)}

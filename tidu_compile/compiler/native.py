@@ -26,6 +26,7 @@ from tidu_compile.compiler.program import NodeProgram
 __all__ = [
     "CODE_PACKAGES",
     "Artifact",
+    "CodegenRefused",
     "artifact_matches",
     "bind",
     "code_fingerprint",
@@ -51,10 +52,13 @@ class Artifact:
     object_code: bytes | None
     symbols: tuple[str, ...]
     stage_seconds: dict[str, float] = field(default_factory=dict)
-    #: The integers the kernels' loop nests spell out (``plan_builder.baked_integers``):
-    #: what decides which extents of the program the code fixes (``compiler.store``;
-    #: None: unknown, all of them).
-    baked: frozenset[int] | None = None
+    #: The key of the object code: the digest of the kernels' canonical text
+    #: (``compiler.kernel_code``; None: no kernels).
+    kernels: str | None = None
+
+
+class CodegenRefused(RuntimeError):
+    """A compile needed LLVM where the caller allowed only reusing object code."""
 
 
 _environment: list[str] = []  # the fingerprint, once known

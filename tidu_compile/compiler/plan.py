@@ -19,6 +19,7 @@ reaches native code.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -113,10 +114,20 @@ class Plan:
     types: tuple[TensorType, ...]
     steps: tuple[KernelStep | LibraryStep, ...]
     results: tuple[int | None, ...]
+    #: Buffers that hold the same f64 values on every run (kernels' ``%params``).
+    constants: tuple[tuple[int, tuple[float, ...]], ...] = ()
 
     @property
     def kernel_symbols(self) -> tuple[str, ...]:
         return tuple(s.symbol for s in self.steps if isinstance(s, KernelStep))
+
+    def renamed(self, symbols: dict[str, str]) -> Plan:
+        """The plan with its kernels' symbols renamed (``symbols``: old -> new)."""
+        steps = tuple(
+            dataclasses.replace(s, symbol=symbols[s.symbol]) if isinstance(s, KernelStep) else s
+            for s in self.steps
+        )
+        return Plan(self.arg_count, self.types, steps, self.results, self.constants)
 
     @property
     def fallback_count(self) -> int:
@@ -165,7 +176,11 @@ class BoundPlan:
         self._arg_dtypes = [
             d if d.isnative else d.newbyteorder("=") for d in self._dtypes[: plan.arg_count]
         ]
-        self._padding = [None] * (len(plan.types) - plan.arg_count)
+        self._padding: list[Any] = [None] * (len(plan.types) - plan.arg_count)
+        #: The constant buffers by index (made once: kernels only read them).
+        self.constants = {index: _constant_buffer(values) for index, values in plan.constants}
+        for index, array in self.constants.items():
+            self._padding[index - plan.arg_count] = array
         #: The steps with what running them takes (``compiler.fast_path`` reads them).
         self.steps: list[BoundStep] = []
         #: Per chunked kernel symbol: its runner on one thread or several (shared by
@@ -221,6 +236,12 @@ class BoundPlan:
                 for index, value in zip(outputs, values, strict=True):
                     buffers[index] = value
         return [None if r is None else buffers[r] for r in plan.results]
+
+
+def _constant_buffer(values: Sequence[float]) -> np.ndarray:
+    array = np.array(values, dtype=np.float64)
+    array.flags.writeable = False
+    return array
 
 
 def library_values(op: Any, specs: Sequence[tuple[Any, np.dtype, Any]], *inputs: Any) -> list:

@@ -16,13 +16,11 @@ Anything else in ``@node`` is an error naming the op: nothing falls through.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-
 import numpy as np
 from xdsl.dialects import arith, bufferization, func, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -32,7 +30,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 
-from tidu_compile.compiler.generic import integers
 from tidu_compile.compiler.plan import KernelStep, LibraryStep, Plan
 from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.compiler.to_tidu import UnloweredOpError, dtype_name, op_type, primitive_of
@@ -42,7 +39,7 @@ from tidu_compile.passes.tidu_loop_access import FILL_ATTR
 from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 
 __all__ = [
-    "LIBRARY_BY_DESIGN", "baked_integers", "build_plan", "kernel_functions", "node_function",
+    "LIBRARY_BY_DESIGN", "build_plan", "kernel_functions", "node_function",
 ]  # fmt: skip
 
 #: tidu ops that run as numpy library calls by design (BLAS, layout changes, scans,
@@ -138,6 +135,7 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
     types: list[TensorType] = [program.types[i] for i in range(program.arg_count)]
     buffer_of: dict[SSAValue, int] = {arg: i for i, arg in enumerate(block.args)}
     fresh: set[int] = set()
+    constants: list[tuple[int, tuple[float, ...]]] = []
     steps: list[KernelStep | LibraryStep] = []
     returned: list[int] = []
 
@@ -154,6 +152,10 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
             index = new_buffer(_memref_type(op.results[0]))
             buffer_of[op.results[0]] = index
             fresh.add(index)
+        elif isinstance(op, memref.GetGlobalOp):  # a kernel's %params: a constant buffer
+            index = new_buffer(_memref_type(op.results[0]))
+            buffer_of[op.results[0]] = index
+            constants.append((index, _global_values(module, op.name_.string_value())))
         elif isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
             continue  # the [lo, hi) range of a chunked kernel call, read off its attributes
         elif isinstance(op, func.CallOp):
@@ -196,38 +198,14 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
             raise UnloweredOpError(f"stage loops: {op.name} cannot appear in the node function")
     present = iter(returned)
     results = tuple(None if r is None else next(present) for r in program.results)
-    return Plan(program.arg_count, tuple(types), tuple(steps), results)
+    return Plan(program.arg_count, tuple(types), tuple(steps), results, tuple(constants))
 
 
-_LEADING = re.compile(r"^memref<\d+")
-
-
-def baked_integers(functions: Iterable[func.FuncOp]) -> frozenset[int]:
-    """Every integer the kernel functions (``loops`` form) spell out, but
-    the leading extents of a chunked kernel's argument types.
-
-    A chunked kernel (one taking a ``[lo, hi)`` range of domain dimension 0) addresses
-    its arguments with the strides of their inner dimensions, so their leading extents
-    do not reach its code; every other integer (loop bounds, inner extents, layouts,
-    offsets, the sizes of local buffers) may. Unused constants (the bound of the
-    chunked loop, which ``[lo, hi)`` replaced) are left out. An extent absent from this set can vary
-    without changing the machine code.
-    """
-    found: set[int] = set()
-    for function in functions:
-        function = function.clone()
-        for op in list(function.walk()):  # a bound the chunked loop replaced by [lo, hi)
-            if isinstance(op, arith.ConstantOp) and not op.result.uses:
-                op.detach()
-                op.erase()
-        text = str(function)
-        arg_types = function.function_type.inputs.data
-        chunked = len(arg_types) >= 2 and all(isinstance(t, IndexType) for t in arg_types[-2:])
-        if chunked:
-            for t in {str(t) for t in arg_types if isinstance(t, MemRefType) and t.get_shape()}:
-                text = text.replace(t, _LEADING.sub("memref<?", t))
-        for op in function.walk():
-            if isinstance(op, memref.AllocOp | memref.AllocaOp):
-                found.update(op.results[0].type.get_shape())  # type: ignore[attr-defined]
-        found |= integers(text)
-    return frozenset(found)
+def _global_values(module: ModuleOp, name: str) -> tuple[float, ...]:
+    """The values of the constant ``memref.global @name`` (a kernel's ``%params``)."""
+    for op in module.ops:
+        if isinstance(op, memref.GlobalOp) and op.sym_name.data == name:
+            initial = op.initial_value
+            if isinstance(initial, DenseIntOrFPElementsAttr):
+                return tuple(float(v) for v in initial.get_values())
+    raise ValueError(f"stage loops: no constant memref.global @{name} in the module")

@@ -81,7 +81,7 @@ PIPELINE: tuple[Stage, ...] = (
           passes=("canonicalize", "cse", "dce", "tidu-fuse-elementwise{complex_kernels=true}",
                   "dce")),
     Stage("loops", "mlir", "each kernel a func/scf/memref/arith function over a chunk of rows",
-          passes=("tidu-lower-to-loops{chunked=true}",
+          passes=("tidu-lower-to-loops{chunked=true runtime_scales=true}",
                   "expand-math-polynomials{only_in_loops=true}")),
     Stage("llvm", "mlir", "the kernel functions in the llvm dialect",
           step="extract_kernel_module",

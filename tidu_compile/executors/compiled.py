@@ -40,6 +40,7 @@ from tidu_compile.compiler.artifacts import Artifacts, Keys
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.cache import DiskCache, MemoryCache, default_cache_dir
 from tidu_compile.compiler.fast_path import build_fast_call
+from tidu_compile.compiler.native import CodegenRefused
 from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import (
     MissingSavedValue,
@@ -491,11 +492,14 @@ class CompiledExecutor(BackwardExecutor):
         return CompiledPlan(bound, sources, plan.fallback_count, nbytes, unread, needed, fast)
 
     def _compile_here(self, program: Any, keys: Keys) -> tuple[Any, BoundPlan]:
-        if self.forbid_compile:
+        """Compile ``program`` on this thread; with ``forbid_compile``, only with object
+        code compiled before (``stats.generic_hits``), else ``CompileForbiddenError``."""
+        try:
+            return self.artifacts.compile(program, keys, codegen=not self.forbid_compile)
+        except CodegenRefused:
             raise CompileForbiddenError(
                 f"compiling a node is forbidden (forbid_compile=True):\n{program}"
-            )
-        return self.artifacts.compile(program, keys)
+            ) from None
 
     def _run_reference(
         self,

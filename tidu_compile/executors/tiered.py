@@ -4,11 +4,12 @@
 per program and process generation; the node or graph it belongs to runs on the
 reference path meanwhile. A program of a shape class already in flight (the next batch
 size, before the first one's code is back) follows those programs instead of being
-compiled too: when they are done, it reuses their code if that serves its binding
-(``compiler.store``), else it is submitted itself. ``Submitted.ready()`` says when
-``collect`` can make the artifact and bound plan of it without waiting: adopted from the
-worker, or, when the worker failed (or the pool broke, or the process was forked
-since), found or compiled here, which reports a real compile error as always.
+compiled at the same time: when they are done, it is submitted itself with their object
+code, which the worker reuses if its own kernels are the same (``compiler.objects``).
+``Submitted.ready()`` says when ``collect`` can make the artifact and bound plan of it
+without waiting: adopted from the worker, or, when the worker failed (or the pool broke,
+or the process was forked since), found or compiled here, which reports a real compile
+error as always.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ class Submitted:
     program: Any
     keys: Keys | None  # None: the worker computes them (a cold process)
     shape_class: str  # its abstract text: its key in ``Tiered.classes``
-    #: The programs of its shape class that workers compile: this one waits for them
-    #: and reuses their code if it serves (it is not submitted itself until then).
+    #: The programs of its shape class that workers compile: this one waits for them,
+    #: then is submitted with their object code (``Tiered.collect``).
     leaders: tuple[Submitted, ...] = ()
 
     def ready(self) -> bool:
@@ -70,9 +71,12 @@ class Tiered:
         #: Programs waiting for their shape class's leaders (``start_followers``).
         self.followers: list[Submitted] = []
 
-    def submit(self, program: Any, keys: Keys | None) -> Submitted:
-        """Hand ``program`` to a worker (once per program and process generation), or
-        let it wait for the programs of its shape class in flight."""
+    def submit(
+        self, program: Any, keys: Keys | None, known: tuple[tuple[str, bytes], ...] = ()
+    ) -> Submitted:
+        """Hand ``program`` to a worker (once per program and process generation), with
+        the object code ``known`` it may reuse, or let it wait for the programs of its
+        shape class in flight."""
         generation = background.generation()
         name = keys.digest if keys is not None else str(program)
         shape_class = (keys.abstraction if keys is not None else abstract(program)).text
@@ -89,7 +93,8 @@ class Tiered:
         cache_dir = str(disk.directory) if disk is not None and disk.enabled else None
         future, submitted = self.in_flight.get(name, (None, -1))
         if future is None or submitted != generation:
-            future = background.submit(program, None if keys is None else keys.digest, cache_dir)
+            digest = None if keys is None else keys.digest
+            future = background.submit(program, digest, cache_dir, known)
             self.in_flight[name] = (future, generation)
         result = Submitted(future, generation, name, program, keys, shape_class)
         self.classes.setdefault(shape_class, []).append(result)
@@ -101,8 +106,8 @@ class Tiered:
                      if s.name == name and s.generation == generation), None)  # fmt: skip
 
     def collect(self, submitted: Submitted) -> tuple[Any, BoundPlan] | Submitted:
-        """The artifact and bound plan of a ready ``submitted``; for a follower whose
-        leaders' code does not serve it, its own submission."""
+        """The artifact and bound plan of a ready ``submitted``; for a follower not
+        found among its leaders' results, its own submission."""
         got = self.collected.get(submitted.name)
         if got is not None:
             return got
@@ -118,9 +123,11 @@ class Tiered:
         keys = submitted.keys or Keys.of(submitted.program)
         found = self.artifacts.load(submitted.program, keys)
         if found is None:
-            # Not served: follow the class's programs in flight now (compiled for other
-            # bindings meanwhile), else be compiled itself.
-            return self.submit(submitted.program, keys)
+            # Follow the class's programs in flight now (submitted meanwhile), else be
+            # compiled itself, reusing the leaders' object code where its kernels agree.
+            done = [self.collected[s.name][0] for s in submitted.leaders
+                    if s.name in self.collected]  # fmt: skip
+            return self.submit(submitted.program, keys, self.artifacts.known_objects(done))
         self._keep(submitted.name, found)
         return found
 
