@@ -12,10 +12,11 @@ function passes from a constant global::
       func.call @f_k0(%0, %p, %1, %lo, %hi) ...
     }
     func.func @f_k0(%in0: memref<8xf32>, %params: memref<1xf64>, %out0: memref<8xf32>, ...) {
-      %k = memref.load %params[%c0] : memref<1xf64>     (loaded once, before the loops)
+      %k = memref.load %params[%c0] : memref<1xf64>     (once, before the loops)
       %k_1 = arith.truncf %k : f64 to f32               (for f32 values)
-      ...
-      %y = arith.mulf %x, %k_1 : f32
+      scf.for ... {
+        ...
+        %y = arith.mulf %x, %k_1 : f32
 
 which computes what the literal ``arith.constant 3.906250e-03 : f32`` does (the f64
 factor rounded to the element type, then one multiplication). A complex factor takes two
@@ -26,11 +27,13 @@ entry that scales both parts, as the literal lowering does.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from tidu_compile.dialects.tidu_elementwise import ScaleOp
 from tidu_compile.dialects.tidu_kernel import KernelOp
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import (
+    ComplexType,
     DenseIntOrFPElementsAttr,
     Float64Type,
     MemRefType,
@@ -41,9 +44,11 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 
 from .tidu_complex_lowering import Scalar, scale_by
+from .tidu_scalar_lowering import Emit
 
 __all__ = [
-    "PARAMS_NAME", "factor_parts", "params_global", "params_type", "runtime_scale", "scale_ops",
+    "PARAMS_NAME", "factor_parts", "load_factors", "params_global", "params_type",
+    "runtime_scale", "scale_ops",
 ]  # fmt: skip
 
 PARAMS_NAME = "params"
@@ -78,18 +83,28 @@ def params_global(name: str, values: Sequence[float]) -> memref.GlobalOp:
     )
 
 
-def runtime_scale(
-    op: Operation, args: Sequence[Scalar], factor: Sequence[SSAValue], emit: object
-) -> list[Scalar]:
-    """``op`` (a ``tidu.scale``) on ``args[0]`` by the loaded f64 ``factor`` entries."""
+def load_factors(body: Any, params: SSAValue, ops: Sequence[ScaleOp]) -> dict[Operation, Scalar]:
+    """Each scale op's factor, loaded from ``params`` where ``body`` stands (the top of
+    the kernel function) and rounded to the op's element type."""
+    factors: dict[Operation, Scalar] = {}
+    index = 0
+    for op in ops:
+        part = op.result.type
+        part = part.element_type if isinstance(part, ComplexType) else part
+        values = []
+        for _ in factor_parts(op):
+            value = body.emit(memref.LoadOp.get(params, [body.index(index)])).results[0]
+            if not isinstance(part, Float64Type):
+                value = body.emit(arith.TruncFOp(value, part)).results[0]
+            values.append(value)
+            index += 1
+        factors[op] = tuple(values)
+    return factors
+
+
+def runtime_scale(args: Sequence[Scalar], factor: Scalar, emit: Emit) -> list[Scalar]:
+    """A ``tidu.scale`` of ``args[0]`` by its loaded ``factor`` (``load_factors``)."""
     x = args[0]
-    part = x[0].type
-    k = [v if isinstance(part, Float64Type) else _emit(emit, arith.TruncFOp(v, part))
-         for v in factor]  # fmt: skip
     if len(x) == 1:
-        return [(_emit(emit, arith.MulfOp(x[0], k[0])),)]
-    return [scale_by(emit, x, tuple(k))]  # type: ignore[arg-type]
-
-
-def _emit(emit: object, op: Operation) -> SSAValue:
-    return emit(op).results[0]  # type: ignore[operator, no-any-return]
+        return [(emit(arith.MulfOp(x[0], factor[0])).results[0],)]
+    return [scale_by(emit, x, factor)]

@@ -120,6 +120,7 @@ from .tidu_loop_combine import combine, identity
 from .tidu_loop_params import (
     PARAMS_NAME,
     factor_parts,
+    load_factors,
     params_global,
     params_type,
     runtime_scale,
@@ -278,14 +279,10 @@ def build_kernel_function(
         for i, arg in enumerate(args):
             arg.name_hint = f"{prefix}{i}"
     body = _Body(entry)
-    factors: dict[Operation, list[SSAValue]] = {}
+    factors: dict[Operation, Scalar] = {}
     if params:  # loaded once, at the top
-        argument = entry.args[len(in_types)]
-        argument.name_hint = PARAMS_NAME
-        loaded = iter([body.emit(memref.LoadOp.get(argument, [body.index(i)])).results[0]
-                       for i in range(len(params))])  # fmt: skip
-        for op in scale_ops(kernel):
-            factors[op] = [next(loaded) for _ in factor_parts(op)]
+        entry.args[len(in_types)].name_hint = PARAMS_NAME
+        factors = load_factors(body, entry.args[len(in_types)], scale_ops(kernel))
     domain = kernel.domain.get_values()
     chunk: dict[int, tuple[SSAValue, SSAValue]] = {}
     if chunked:
@@ -346,7 +343,7 @@ def build_kernel_function(
                                 "lowered in a tidu.kernel body")
         operands = [values[v] for v in op.operands]
         if op in factors:
-            lowered = runtime_scale(op, operands, factors[op], body.emit)
+            lowered = runtime_scale(operands, factors[op], body.emit)
         else:
             lowered = lower_body_op(op, operands, body.emit)
         for result, value in zip(op.results, lowered, strict=True):

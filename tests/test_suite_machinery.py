@@ -57,7 +57,7 @@ def gradient(executor):
     return tc.grad(tc.sum(tc.sin(x)), [x], executor=executor)[0]
 
 def test_broken_compile(monkeypatch, shared):
-    def broken(program, digest):
+    def broken(program, digest, *rest):
         raise RuntimeError("injected lowering failure")
     monkeypatch.setattr(pipeline, "compile_program", broken)
     with pytest.warns(RuntimeWarning):
@@ -68,12 +68,12 @@ def test_later_tests_are_not_blamed(shared):
 
 @pytest.mark.compile_errors_expected
 def test_marked(monkeypatch):
-    monkeypatch.setattr(pipeline, "compile_program", lambda p, d: 1 / 0)
+    monkeypatch.setattr(pipeline, "compile_program", lambda p, d, *rest: 1 / 0)
     with pytest.warns(RuntimeWarning):
         gradient(CompiledExecutor(False))
 
 def test_executor_dropped_inside_the_test(monkeypatch):
-    monkeypatch.setattr(pipeline, "compile_program", lambda p, d: 1 / 0)
+    monkeypatch.setattr(pipeline, "compile_program", lambda p, d, *rest: 1 / 0)
     with pytest.warns(RuntimeWarning):
         gradient(CompiledExecutor(False))  # the executor is gone before the check
 

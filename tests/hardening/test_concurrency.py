@@ -85,9 +85,9 @@ def test_eight_threads_match_one_thread_and_compile_each_program_once(
     compiled_digests: Counter[str] = Counter()
     real = pipeline.compile_program
 
-    def counting(program: Any, digest: str) -> Any:
+    def counting(program: Any, digest: str, *rest: Any) -> Any:
         compiled_digests[digest] += 1
-        return real(program, digest)
+        return real(program, digest, *rest)
 
     monkeypatch.setattr(pipeline, "compile_program", counting)
     shared = CompiledExecutor(cache_dir=False)

@@ -254,10 +254,10 @@ def test_two_processes_fill_one_cache_at_once(tmp_path: Path) -> None:
 def test_failing_kernel_falls_back_for_that_node_only(monkeypatch: pytest.MonkeyPatch) -> None:
     real = pipeline.compile_program
 
-    def fail_on_pow(program: Any, digest: str) -> Any:
+    def fail_on_pow(program: Any, digest: str, *rest: Any) -> Any:
         if "Pow(" in str(program):
             raise RuntimeError("injected: LLVM refused the pow kernel")
-        return real(program, digest)
+        return real(program, digest, *rest)
 
     monkeypatch.setattr(pipeline, "compile_program", fail_on_pow)
     executor = CompiledExecutor(cache_dir=False)

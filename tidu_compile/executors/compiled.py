@@ -8,8 +8,9 @@ Per node, the first call with given input types builds the node's backward progr
    keys and the active slots), never by the tape's fresh value keys;
 2. bound plans live in an in-memory LRU keyed by (structure, slots, types);
 3. artifacts (plan + object code) live on disk, keyed by the program text and the
-   compilation environment (``compiler.cache``); a program of a shape class compiled
-   before (another batch size) reuses its native code (``compiler.artifacts``);
+   compilation environment (``compiler.cache``); a program whose kernels were compiled
+   before for another program (another batch size) is lowered and reuses their object
+   code (``compiler.artifacts``, ``compiler.kernel_code``);
 4. with ``background=True`` a node that must be compiled runs on the reference path
    while a worker process compiles it (``compiler.background``).
 
@@ -81,7 +82,8 @@ class CompiledExecutor(BackwardExecutor):
 
     ``cache_dir``: None for the user cache directory (``$TIDU_COMPILE_CACHE_DIR``
     overrides it), a path, or False for memory only. ``forbid_compile=True`` makes any
-    compilation raise ``CompileForbiddenError`` (tests use it to prove cache hits).
+    compilation that needs LLVM raise ``CompileForbiddenError`` (tests use it to prove
+    cache hits; lowering a program whose kernels' object code is known is allowed).
 
     ``background=True`` (the default unless ``$TIDU_COMPILE_BACKGROUND`` is 0) never
     waits on the compiler: a node whose native code is neither in memory nor on disk

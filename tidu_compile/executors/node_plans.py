@@ -38,8 +38,8 @@ class ExecutorStats:
     compiles: int = 0
     memory_hits: int = 0
     disk_hits: int = 0
-    #: Plans made of the native code compiled for another program of the same shape
-    #: class (another batch size: ``compiler.store``), without compiling.
+    #: Programs lowered here whose kernels' object code was compiled before for another
+    #: program (another batch size: ``compiler.kernel_code``), so LLVM did not run.
     generic_hits: int = 0
     fallbacks: int = 0
     #: Node runs on the reference path while a background worker compiled the node.

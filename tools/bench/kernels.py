@@ -188,7 +188,8 @@ def _fused_row(workload: Any, label: str, rounds: int) -> KernelRow:
     tensors = [tc.tensor(a, requires_grad=True) for a in arrays]
     (node,) = backward_nodes(workload.tidu_loss(*tensors))
     program = node.program()
-    bound = native.bind(pipeline.compile_program(program, native.program_digest(program)))
+    artifact, _ = pipeline.compile_program(program, native.program_digest(program))
+    bound = native.bind(artifact)
     if len(bound.steps) != 1 or bound.steps[0].kernel is None:
         raise RuntimeError(f"{label}: expected one fused kernel, got {len(bound.steps)} steps")
     step = bound.steps[0]
@@ -198,7 +199,7 @@ def _fused_row(workload: Any, label: str, rounds: int) -> KernelRow:
     rng = np.random.default_rng(1)
     buffers = [rng.standard_normal(t.shape).astype(t.dtype) if t.shape else np.ones((), t.dtype)
                for t in types[: bound.plan.arg_count]]  # fmt: skip
-    inputs = [buffers[i] for i in step.inputs]
+    inputs = [bound.constants[i] if i in bound.constants else buffers[i] for i in step.inputs]
     outputs = [np.empty(types[o].shape, types[o].dtype) for o in step.outputs]
     arity = len(inputs) + len(outputs)
     runner = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * arity), ctypes.c_int64,

@@ -1,0 +1,138 @@
+"""Object code is keyed by the canonical text of the kernels it is compiled from
+(``compiler.kernel_code``): programs share it exactly when their kernels, each lowered
+for its own shapes, are the same text.
+
+The reproductions of the stale-kernel bugs (a pad's widths, a slice's stop changed after a
+program of the same shape class compiled) run through one executor with random seeds and
+are compared with the reference; the kernel texts show why they cannot share code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from tidu_compile.tools.dump import backward_nodes
+
+import tidu_compile as tc
+import tidu_compile.numpy as tnp
+from tidu_compile.compiler import pipeline
+from tidu_compile.compiler.kernel_code import kernel_code
+from tidu_compile.compiler.native import program_digest
+from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.compiler.stages import stages_between
+from tidu_compile.executors.compiled import CompiledExecutor
+
+
+def loops_module(program: NodeProgram) -> Any:
+    """``program`` at the ``loops`` stage, as the executor lowers it."""
+    module = pipeline.import_stage(program, "node")
+    for step in stages_between("tidu", "loops"):
+        module = pipeline.lower(module, step)
+    return module
+
+
+def node_programs(loss: tc.Tensor) -> list[NodeProgram]:
+    return [node.program() for node in backward_nodes(loss)]
+
+
+def tanh_programs(rows: int) -> list[NodeProgram]:
+    x = tc.tensor(np.ones((rows, 5)), requires_grad=True)
+    return node_programs(tc.sum(tc.tanh(x) * 2.0))
+
+
+def test_kernel_text_has_dynamic_leading_extents_and_positional_names() -> None:
+    (_, tanh) = tanh_programs(256)[:2]
+    code = kernel_code(loops_module(tanh))
+    assert "memref<?x5xf64>" in code.text and "256" not in code.text
+    assert "func.func @k0(" in code.text
+    (symbol,) = code.symbols.values()
+    assert symbol == f"tk{code.digest[:24]}_0"
+    assert [f.sym_name.data for f in code.module.ops] == [symbol]  # what LLVM compiles
+
+
+def test_programs_differing_in_the_batch_size_share_kernels() -> None:
+    big, small = (tanh_programs(rows) for rows in (256, 33))
+    for a, b in zip(big, small, strict=True):
+        assert program_digest(a) != program_digest(b)  # two programs ...
+        ca, cb = kernel_code(loops_module(a)), kernel_code(loops_module(b))
+        assert ca.text == cb.text and ca.digest == cb.digest  # ... one object code
+
+
+def slice_backward(stop: int) -> NodeProgram:
+    x = tc.tensor(np.arange(4.0), requires_grad=True)
+    (program,) = [p for p in node_programs(tc.sum(x[1:stop])) if len(p.arg_sources) == 1
+                  and p.types[0].shape != ()]  # fmt: skip
+    return program
+
+
+def test_a_border_the_lowering_bakes_in_is_in_the_text() -> None:
+    """``x[1:]`` and ``x[1:-1]`` of 4 elements: one shape class (``s0`` rows into
+    ``s1``), but the second's backward also fills the element past the slice."""
+    whole, inner = (kernel_code(loops_module(slice_backward(stop))) for stop in (4, -1))
+    assert whole.digest != inner.digest
+    assert inner.text.count("tidu.fill") > whole.text.count("tidu.fill")
+
+
+def test_a_scale_factor_is_a_parameter_not_text() -> None:
+    def mean_backward(rows: int) -> tuple[str, tuple[float, ...]]:
+        x = tc.tensor(np.ones((rows, 3)), requires_grad=True)
+        programs = node_programs(tc.mean(tc.exp(x)))
+        (scale,) = [p for p in programs if "Scale" in str(p)]
+        module = loops_module(scale)
+        plan = pipeline.build_plan(module, scale)
+        return kernel_code(module).text, plan.constants[0][1]
+
+    (text_a, params_a), (text_b, params_b) = mean_backward(8), mean_backward(5)
+    assert text_a == text_b and "%params" in text_a
+    assert params_a == (1 / 24,) and params_b == (1 / 15,)
+
+
+def random_seed_grad(y: tc.Tensor, x: tc.Tensor, executor: Any, rng: np.random.Generator) -> Any:
+    seed = rng.standard_normal(y.shape)
+    (got,) = tc.grad(y, [x], seed=seed, executor=executor)
+    (expected,) = tc.grad(y, [x], seed=seed, executor=tc.ReferenceExecutor())
+    return got, expected
+
+
+@pytest.mark.parametrize("cache", ["memory", "disk"])
+def test_pad_widths_in_sequence_through_one_executor(tmp_path: Any, cache: str) -> None:
+    """The reproduction of issue 25: widths (3, 2) after 3 were served the code of 3."""
+    executor = CompiledExecutor(False if cache == "memory" else tmp_path, background=False)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 2))
+    for widths in [0, 3, (3,), (3, 2), ((1, 0), (0, 2)), 1]:
+        x = tc.tensor(a, requires_grad=True)
+        got, expected = random_seed_grad(tnp.pad(x, widths), x, executor, rng)
+        np.testing.assert_array_equal(got, expected, err_msg=f"pad widths {widths}")
+
+
+def test_slice_stops_in_sequence_through_one_executor() -> None:
+    """``x[1:]`` then ``x[1:-1]``: the last element's gradient was never written."""
+    executor = CompiledExecutor(False, background=False)
+    rng = np.random.default_rng(1)
+    for key in [slice(1, None), slice(1, -1), slice(None, None, 2), slice(1, None, 2),
+                slice(None, None, -1), slice(-2, None, -1)]:  # fmt: skip
+        x = tc.tensor(np.arange(4.0), requires_grad=True)
+        got, expected = random_seed_grad(x[key] * 1.5, x, executor, rng)
+        np.testing.assert_array_equal(got, expected, err_msg=f"x[{key}]")
+
+
+def test_the_kernel_text_never_asks_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lowering to ``loops`` and the canonical text read nothing of the CPU, so which
+    programs share object code (and how many compile) is the same on every CPU of the
+    machine kind; only the digest adds the host (as every disk key does)."""
+    from tidu_compile.backend import target
+    from tidu_compile.compiler import native
+
+    (_, tanh) = tanh_programs(64)[:2]
+    here = kernel_code(loops_module(tanh))
+
+    def refuse() -> None:
+        raise AssertionError("the lowering asked for the host target")
+
+    monkeypatch.setattr(target, "host_target", refuse)
+    monkeypatch.setattr(target, "host_target_machine", refuse)
+    monkeypatch.setattr(native, "environment_fingerprint", lambda: "another CPU")
+    elsewhere = kernel_code(loops_module(tanh))
+    assert elsewhere.text == here.text and elsewhere.digest != here.digest
