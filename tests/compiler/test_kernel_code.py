@@ -19,6 +19,7 @@ import tidu_compile.numpy as tnp
 from tidu_compile.compiler import pipeline
 from tidu_compile.compiler.kernel_code import kernel_code
 from tidu_compile.compiler.native import program_digest
+from tidu_compile.compiler.objects import kernel_symbol
 from tidu_compile.compiler.program import NodeProgram
 from tidu_compile.compiler.stages import stages_between
 from tidu_compile.executors.compiled import CompiledExecutor
@@ -47,7 +48,7 @@ def test_kernel_text_has_dynamic_leading_extents_and_positional_names() -> None:
     assert "memref<?x5xf64>" in code.text and "256" not in code.text
     assert "func.func @k0(" in code.text
     (symbol,) = code.symbols.values()
-    assert symbol == f"tk{code.digest[:24]}_0"
+    assert symbol == f"tk{code.digest[:24]}_0" == kernel_symbol(code.digest, 0)
     assert [f.sym_name.data for f in code.module.ops] == [symbol]  # what LLVM compiles
 
 

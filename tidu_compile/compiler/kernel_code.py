@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from tidu_compile.compiler import native
 from tidu_compile.compiler.cache import cache_key
+from tidu_compile.compiler.objects import kernel_symbol
 from tidu_compile.passes.tidu_lower_to_loops import extract_kernel_module
 
 __all__ = ["KernelCode", "kernel_code"]
@@ -63,7 +64,7 @@ def kernel_code(module: ModuleOp) -> KernelCode:
         function.sym_name = StringAttr(f"k{index}")
     text = str(kernels)
     digest = cache_key("kernels", native.code_fingerprint(), native.environment_fingerprint(), text)
-    new = [f"tk{digest[:24]}_{index}" for index in range(len(functions))]
+    new = [kernel_symbol(digest, index) for index in range(len(functions))]
     for function, name in zip(functions, new, strict=True):
         function.sym_name = StringAttr(name)
     return KernelCode(kernels, text, digest, dict(zip(old, new, strict=True)))
