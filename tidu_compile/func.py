@@ -49,7 +49,7 @@ from tidu_compile.frontend.tensor import (
     record_node,
     recorded_graph_for,
 )
-from tidu_compile.graph import ValueKey
+from tidu_compile.graph import Input, ValueKey
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES
 
 __all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp"]
@@ -109,7 +109,7 @@ def _variable(tensor: Tensor) -> Tensor:
         identity = recorded_graph_for(ops.Scale(1.0))
         return record_node(identity, [eager_input(tensor)], [tensor._data])[0]
     (key,) = RECORDER.fresh_input_keys(1)
-    return Tensor(tensor._data, True, key)
+    return Tensor(tensor._data, True, Input(key))
 
 
 def _inner_keys(variables: list[list[Tensor]]) -> frozenset[ValueKey]:
