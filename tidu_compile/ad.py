@@ -348,7 +348,11 @@ def linear_transpose_with_builder(
 
     ``cotangent_seeds`` holds one builder id (or None) per present tangent output of
     ``linear`` (``linear.graph.outputs``). Returns one builder id (or None) per entry of
-    ``linear.tangent_inputs``.
+    ``linear.tangent_inputs``. The builder receives value refs only, as in tidu: the
+    rules' and, where two cotangents of one value meet, the sum's::
+
+        builder.add_primitive(op.add(), [Local(previous), Local(contribution)],
+                              Linearized((True, True)))
     """
     graph = linear.graph
     if len(cotangent_seeds) != len(graph.outputs):
@@ -363,8 +367,10 @@ def linear_transpose_with_builder(
         if previous is None:
             cotangent[local_id] = contribution
         else:
+            # Value refs, as tidu passes them (``PrimitiveValue::Local``): a builder may
+            # read its inputs as refs only.
             (cotangent[local_id],) = builder.add_primitive(
-                type(op).add(), [previous, contribution], Linearized((True, True))
+                type(op).add(), [Local(previous), Local(contribution)], Linearized((True, True))
             )
 
     for out_id, seed in zip(graph.outputs, cotangent_seeds, strict=True):

@@ -322,8 +322,11 @@ class Recorder:
     def __init__(self, key_source: KeySource | None = None) -> None:
         self.key_source = key_source if key_source is not None else CountingKeySource()
 
-    def fresh_input_keys(self, count: int) -> list[ValueKey]:
-        return [Input(self.key_source.fresh_input_key()) for _ in range(count)]
+    def fresh_input_keys(self, count: int) -> list[Hashable]:
+        """``count`` raw input keys never used before, as tidu's ``fresh_input_keys``
+        gives them: graph input keys for ``RecordedGraph.from_primitive(op, keys)``; the
+        value key of a leaf made from one is ``Input(key)``."""
+        return [self.key_source.fresh_input_key() for _ in range(count)]
 
     def record_graph(
         self,
@@ -345,7 +348,7 @@ class Recorder:
             raise ValueError(
                 f"outputs: the graph has {len(graph.output_keys)} outputs, got {len(outputs)}"
             )
-        keys = self.fresh_input_keys(len(outputs))
+        keys = [Input(k) for k in self.fresh_input_keys(len(outputs))]
         if not any(i.requires_grad for i in inputs):
             return [EagerOutput(k, None, False, s) for s, k in enumerate(keys)]
         saved = {gk: i.data for gk, i in zip(graph.input_value_keys, inputs, strict=True)}

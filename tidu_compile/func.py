@@ -20,6 +20,14 @@ nested transforms never confuse their variables). Reverse mode then walks the ta
 (``frontend.higher_order``): one linearization per node and no reverse pass. Both record
 what they compute as nodes of the tape, so an outer transform differentiates through
 them; every node runs on the default executor (compiled, cached per node structure).
+
+What a transform returns carries tape history only towards the tensors that were tracked
+when it was called (an outer transform's variables, or tensors that require gradients):
+its own variables are internal, so a result that depends on nothing else is returned
+without history (``requires_grad`` False), as ``jax.grad``'s and ``torch.func.grad``'s are.
+A JAX-style loop ``w = w - lr * func.grad(f)(w)`` then records nothing across steps,
+while ``grad(grad(f))`` and ``jvp(grad(f))`` differentiate through the inner results
+(they depend on the outer transform's variables). See ``_released``.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
+from tidu_compile.eager import Trace
 from tidu_compile.frontend.composite_grad import fused_value_and_grad
 from tidu_compile.frontend.higher_order import backward_recorded, push_tangents
 from tidu_compile.frontend.state import RECORDER, current_capture, get_default_executor
@@ -40,6 +49,7 @@ from tidu_compile.frontend.tensor import (
     record_node,
     recorded_graph_for,
 )
+from tidu_compile.graph import Input, ValueKey
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES
 
 __all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp"]
@@ -99,7 +109,57 @@ def _variable(tensor: Tensor) -> Tensor:
         identity = recorded_graph_for(ops.Scale(1.0))
         return record_node(identity, [eager_input(tensor)], [tensor._data])[0]
     (key,) = RECORDER.fresh_input_keys(1)
-    return Tensor(tensor._data, True, key)
+    return Tensor(tensor._data, True, Input(key))
+
+
+def _inner_keys(variables: list[list[Tensor]]) -> frozenset[ValueKey]:
+    """The tape keys of the fresh leaves among ``variables`` (not the recorded identities
+    of tracked tensors): the transform's own variables."""
+    return frozenset(v._key for fresh in variables for v in fresh if v._trace is None)
+
+
+def _depends_on_outer(tensor: Tensor, inner: frozenset[ValueKey]) -> bool:
+    """Whether ``tensor``'s tape history reaches a tensor needing a gradient other than
+    the leaves ``inner`` (stops at the first one found)."""
+    if not tensor._requires_grad:
+        return False
+    if tensor._trace is None:
+        return tensor._key not in inner
+    seen = {id(tensor._trace)}
+    stack: list[Trace] = [tensor._trace]
+    while stack:
+        for edge in stack.pop().inputs:
+            if not edge.requires_grad:
+                continue
+            if edge.trace is None:
+                if edge.key not in inner:
+                    return True
+            elif id(edge.trace) not in seen:
+                seen.add(id(edge.trace))
+                stack.append(edge.trace)
+    return False
+
+
+def _released(tree: Tree, inner: frozenset[ValueKey]) -> Tree:
+    """``tree`` with every tensor that depends on no tracked tensor but the transform's
+    own variables ``inner`` replaced by its values without history.
+
+    ``w = w - lr * grad(f)(w)``: ``grad`` differentiates ``f`` at a fresh leaf ``v`` (w
+    needs no gradient); the gradient ``g`` is recorded as a function of ``v`` (nested
+    transforms need that), so ``g.requires_grad`` would make ``w`` require gradients,
+    the next step's ``v`` a recorded identity of that ``w``, and the tape one step
+    longer every step. Nothing outside can ask for the gradient of ``v``: ``g`` depends
+    on no outer variable, and is returned as plain values. Under ``grad(grad(f))`` the
+    inner ``v`` is an identity of the outer variable, so the inner result keeps its
+    history.
+    """
+    leaves, rebuild = _flatten(tree)
+    return rebuild([
+        Tensor(leaf._data)
+        if isinstance(leaf, Tensor) and leaf._requires_grad and not _depends_on_outer(leaf, inner)
+        else leaf
+        for leaf in leaves
+    ])  # fmt: skip
 
 
 def _check_argnums(argnums: int | Sequence[int], count: int, name: str) -> tuple[int, ...]:
@@ -192,7 +252,8 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> C
         out = _scalar_output(f(*call_args), "value_and_grad")
         seed = Tensor(np.ones((), dtype=out.dtype))
         trees = _gradients([(out, seed)], variables, rebuilders)
-        return out, trees[0] if isinstance(argnums, int) else tuple(trees)
+        value, gradients = _released((out, trees), _inner_keys(variables))
+        return value, gradients[0] if isinstance(argnums, int) else tuple(gradients)
 
     return transformed
 
@@ -231,9 +292,10 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Tree, Callable[..., tuple
                 raise ValueError(f"vjp_fn: cotangent {i} is {tensor.shape} {tensor.dtype}, "
                                  f"the output is {o.shape} {o.dtype}")  # fmt: skip
             roots.append((o, tensor))
-        return tuple(_gradients(roots, variables, rebuilders))
+        return tuple(_released(_gradients(roots, variables, rebuilders), inner))
 
-    return out, vjp_fn
+    inner = _inner_keys(variables)
+    return _released(out, inner), vjp_fn
 
 
 # ------------------------------------------------------------------ forward mode
@@ -271,7 +333,7 @@ def jvp(
     pushed = push_tangents(flat_variables, given, outputs, get_default_executor())
     tangent_out = [_zeros_like(o) if t is None else t for o, t in zip(outputs, pushed,
                                                                        strict=True)]  # fmt: skip
-    return out, rebuild(tangent_out)
+    return _released((out, rebuild(tangent_out)), _inner_keys(variables))  # type: ignore[no-any-return]
 
 
 # ------------------------------------------------------------------ jacobians
@@ -339,10 +401,10 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[
             for k, (row, fresh) in enumerate(zip(rows, variables, strict=True)):
                 blocks[k].append([_stack(column, out.shape + x.shape, out)
                                   for column, x in zip(row, fresh, strict=True)])  # fmt: skip
-        jacobians = tuple(
+        jacobians = _released(tuple(
             rebuild_out([rebuild(per_leaf) for per_leaf in per_output])
             for per_output, rebuild in zip(blocks, rebuilders, strict=True)
-        )
+        ), _inner_keys(variables))  # fmt: skip
         return jacobians[0] if isinstance(argnums, int) else jacobians
 
     return transformed

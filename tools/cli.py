@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import inspect
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,6 +36,8 @@ DTYPES = {"f32": "float32", "f64": "float64", "c64": "complex64", "c128": "compl
 LABEL_DTYPES = {"i32": "int32", "i64": "int64"}
 #: Integer inputs hold random integers in [0, LABEL_BOUND).
 LABEL_BOUND = 10
+#: The largest ``--input`` dump draws (random data, allocated before recording).
+MAX_INPUT_BYTES = 1 << 32
 
 
 class CliError(Exception):
@@ -60,7 +63,22 @@ def parse_input_spec(spec: str) -> tuple[str, tuple[int, ...], str]:
         raise CliError(f"--input {spec!r}: bad shape {shape_text!r} (use e.g. 4x8)") from None
     if any(d < 0 for d in shape):
         raise CliError(f"--input {spec!r}: negative dimension in {shape_text!r}")
+    size = math.prod(shape) * np.dtype(dtype).itemsize  # Python ints: no overflow
+    if size > MAX_INPUT_BYTES:
+        raise CliError(
+            f"--input {name}: {'x'.join(map(str, shape))} {dtype} is {_bytes(size)}, more "
+            f"than the {_bytes(MAX_INPUT_BYTES)} an input may have"
+        )
     return name, shape, dtype
+
+
+def _bytes(size: int) -> str:
+    """``4294967296`` -> ``4 GiB``; ``8e19`` -> ``69 EiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if size < 1024:
+            return f"{size:.3g} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    return f"{size:.3g} EiB"
 
 
 def load_target(target: str) -> Callable[..., Any]:
@@ -77,6 +95,8 @@ def load_target(target: str) -> Callable[..., Any]:
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
+    except SystemExit as error:  # sys.exit() on import: not a function to dump
+        raise CliError(f"target {target!r}: importing it called sys.exit({error.code!r})") from None
     except Exception as error:  # noqa: BLE001 - the user's module failed to import
         raise CliError(
             f"target {target!r}: importing it raised {type(error).__name__}: {error}"
@@ -120,6 +140,8 @@ def _record(args: argparse.Namespace) -> Any:
     import tidu_compile as tc
     from tidu_compile.ops import DIFFERENTIABLE_DTYPES
 
+    if args.seed < 0:
+        raise CliError(f"--seed {args.seed}: a seed is a non-negative integer")
     rng = np.random.default_rng(args.seed)
     if args.example:
         from tidu_compile.tools.examples import EXAMPLES
@@ -141,6 +163,8 @@ def _record(args: argparse.Namespace) -> Any:
               for a in arrays]  # fmt: skip
     try:
         loss = function(*inputs)
+    except SystemExit as error:
+        raise CliError(f"recording the function: it called sys.exit({error.code!r})") from None
     except Exception as error:  # noqa: BLE001 - the user's function failed
         raise CliError(f"recording the function raised {type(error).__name__}: {error}") from None
     if not isinstance(loss, tc.Tensor) or loss.shape != ():
@@ -227,7 +251,9 @@ def command_passes(args: argparse.Namespace) -> None:
 def command_cache(args: argparse.Namespace) -> None:
     from tidu_compile.compiler.cache import DiskCache, default_cache_dir
 
-    cache = DiskCache(args.dir or default_cache_dir())
+    if args.dir is not None and not args.dir.strip():
+        raise CliError(f"--dir {args.dir!r}: an empty path (omit --dir for the default cache)")
+    cache = DiskCache(default_cache_dir() if args.dir is None else args.dir)
     if args.action == "info":
         entries = cache.entries()
         size = sum(p.stat().st_size for p in entries if p.exists())

@@ -247,8 +247,8 @@ class Tape:
         self.recorder = recorder if recorder is not None else Recorder()
 
     def leaf(self, value: Scalar, requires_grad: bool = True) -> Var:
-        (key,) = self.recorder.fresh_input_keys(1)
-        return Var(value, key, None, requires_grad)
+        (key,) = self.recorder.fresh_input_keys(1)  # a raw key: the leaf's value key wraps it
+        return Var(value, Input(key), None, requires_grad)
 
     def apply(self, op: ScalarPrim, *args: Var) -> list[Var]:
         graph = RecordedGraph.from_primitive(op, [Name(f"in{i}") for i in range(len(args))])

@@ -162,7 +162,7 @@ def test_recorded_graph_keys_must_match_graph_order() -> None:
 def test_record_graph_count_checks() -> None:
     rg = RecordedGraph.from_primitive(Sin(), [X])
     recorder = Recorder()
-    (key,) = recorder.fresh_input_keys(1)
+    key = Input(*recorder.fresh_input_keys(1))
     inp = EagerInput(key, None, True, 0.5)
     with pytest.raises(ValueError, match="outputs"):
         recorder.record_graph(rg, [inp], [0.1, 0.2])

@@ -157,7 +157,7 @@ def test_backward_on_multi_op_recorded_graph() -> None:
 def test_retained_values_are_saved() -> None:
     rg = RecordedGraph.from_primitive(Exp(), [Name("u")])
     recorder = Recorder()
-    (key,) = recorder.fresh_input_keys(1)
+    key = Input(*recorder.fresh_input_keys(1))
     extra = {rg.output_keys[0]: 42.0}
     (out,) = recorder.record_graph(rg, [EagerInput(key, None, True, 0.0)], [1.0], extra)
     assert out.trace is not None

@@ -117,7 +117,7 @@ def test_recorded_graph_input_keys_are_raw_keys() -> None:
 def test_backward_saves_inputs_under_their_value_keys() -> None:
     recorded = RecordedGraph.from_primitive(KeyProbe(), [X, Y])
     recorder = tc.Recorder()
-    a, b = recorder.fresh_input_keys(2)
+    a, b = (Input(k) for k in recorder.fresh_input_keys(2))
     inputs = [tc.EagerInput(a, None, True, 3.0), tc.EagerInput(b, None, True, 5.0)]
     (out,) = recorder.record_graph(recorded, inputs, [15.0])
     assert out.trace is not None

@@ -18,7 +18,8 @@ Arguments may be given by position or keyword and nest in lists, tuples and dict
 (``params=[(W1, b1), (W2, b2)]``). Tensors and numpy arrays are the graph's inputs:
 an array argument is a tensor that needs no gradient, its values passed at every call
 (never baked in). Any other argument (numbers, strings, ...) must be hashable: it is
-part of the trace's key, so a new value re-traces.
+part of the trace's key by type and exact value (``_static_key``: ``0.0`` and ``-0.0``
+trace apart, as do ``1``, ``1.0`` and ``True``), so a new value re-traces.
 
 Like ``jax.jit``: values the function closes over (arrays, Python numbers, random draws
 made inside it) are constants captured at trace time; data-dependent Python control
@@ -31,6 +32,7 @@ argument).
 from __future__ import annotations
 
 import functools
+import struct
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -193,11 +195,39 @@ def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list
     ]
 
 
+def _static_key(value: Any) -> Hashable:
+    """A static argument as a trace key: its type and exact value.
+
+    Numbers enter by their bits, so that values Python calls equal but that compute
+    differently get traces of their own: ``0.0`` and ``-0.0`` (``1 / (x * s)`` is
+    ``inf`` or ``-inf``), NaNs of different payloads (two NaNs of one payload share a
+    trace, though ``nan != nan``), ``1``, ``1.0``, ``True`` and ``np.float32(1)``
+    (each its own type; a numpy scalar by its dtype too)::
+
+        _static_key(-0.0)            == (float, b"\x00\x00\x00\x00\x00\x00\x00\x80")
+        _static_key(np.float32(1))   == (np.float32, "<f4", b"\x00\x00\x80?")
+        _static_key("relu")          == (str, "relu")
+
+    A frozenset by the keys of its items; any other value by its own equality.
+    """
+    kind = type(value)
+    if isinstance(value, np.generic):  # before float and complex: np.float64 is a float
+        return (kind, value.dtype.str, value.tobytes())
+    if isinstance(value, float):
+        return (kind, struct.pack("<d", value))
+    if isinstance(value, complex):
+        return (kind, struct.pack("<dd", value.real, value.imag))
+    if isinstance(value, frozenset):
+        return (kind, frozenset(_static_key(item) for item in value))
+    return (kind, value)
+
+
 def _flatten(value: Any, leaves: list[Any]) -> Any:
     """The structure of ``value`` as a trace key; its tensors and arrays go to ``leaves``.
 
-    Lists, tuples and dicts are walked; a tensor or array leaf enters the key by shape
-    and dtype (and ``requires_grad``); any other leaf by type and value.
+    Lists, tuples and dicts are walked (a dict's keys enter by ``_static_key``, in
+    order); a tensor or array leaf enters the key by shape and dtype (and
+    ``requires_grad``); any other leaf by ``_static_key``.
     """
     if isinstance(value, Tensor):
         leaves.append(value)
@@ -208,8 +238,8 @@ def _flatten(value: Any, leaves: list[Any]) -> Any:
     if isinstance(value, (list, tuple)):
         return (type(value), tuple(_flatten(item, leaves) for item in value))
     if isinstance(value, dict):
-        return (dict, tuple((k, _flatten(v, leaves)) for k, v in value.items()))
-    return ("P", type(value), value)
+        return (dict, tuple((_static_key(k), _flatten(v, leaves)) for k, v in value.items()))
+    return ("P", _static_key(value))
 
 
 def function(fn: F | None = None, *, max_traces: int = 64) -> Any:

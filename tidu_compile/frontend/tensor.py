@@ -412,7 +412,8 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
             )
         if not array.dtype.isnative:
             array = array.astype(array.dtype.newbyteorder("="))
-        (key,) = RECORDER.fresh_input_keys(1)
+        (raw,) = RECORDER.fresh_input_keys(1)
+        key = Input(raw)
         leaf = Tensor(array, True, key)
         LEAVES[key] = leaf
         return leaf

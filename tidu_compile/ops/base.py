@@ -21,8 +21,9 @@ lowering row in ``passes/tidu_math_lowering.py``, merged into ``SCALAR_LOWERINGS
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 import numpy as np
@@ -170,9 +171,64 @@ def _snake_case(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
+_PACK_FLOAT = struct.Struct("<d").pack
+_PACK_COMPLEX = struct.Struct("<dd").pack
+
+
+def _parameter_key(value: Any) -> Any:
+    """An op parameter as its exact identity: a float or complex number by its type and
+    bits, so that ``0.0`` and ``-0.0`` differ and two NaNs of one payload are the same;
+    tuples item by item; anything else as it is."""
+    if type(value) is float:
+        return (float, _PACK_FLOAT(value))
+    if isinstance(value, (float, complex, np.inexact)):
+        number = complex(value)
+        return (type(value), _PACK_COMPLEX(number.real, number.imag))
+    if type(value) is tuple:
+        return tuple(_parameter_key(item) for item in value)
+    return value
+
+
+def _exact_comparison(cls: type[TensorOp]) -> None:
+    """Give ``cls`` an ``__eq__`` and ``__hash__`` that compare its number-valued
+    parameters (annotated ``float``, ``complex`` or ``Any``) by ``_parameter_key``: the
+    kernels bake parameters in, so ``Scale(0.0)`` must not serve ``Scale(-0.0)``. A class
+    without such parameters keeps the dataclass's (faster, and already exact)."""
+    parameters = fields(cls)  # type: ignore[arg-type]
+    names = tuple(f.name for f in parameters)
+    exact = frozenset(
+        f.name for f in parameters if any(w in str(f.type) for w in ("float", "complex", "Any"))
+    )
+    if not exact:
+        return
+
+    def __eq__(self: TensorOp, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        for name in names:
+            a, b = getattr(self, name), getattr(other, name)
+            if a is not b and (
+                _parameter_key(a) != _parameter_key(b) if name in exact else a != b
+            ):
+                return False
+        return True
+
+    def __hash__(self: TensorOp) -> int:
+        return hash(tuple(
+            _parameter_key(getattr(self, n)) if n in exact else getattr(self, n) for n in names
+        ))  # fmt: skip
+
+    cls.__eq__ = __eq__  # type: ignore[method-assign,assignment]
+    cls.__hash__ = __hash__  # type: ignore[method-assign,assignment]
+
+
 @dataclass_transform(frozen_default=True)
 def primitive(cls: _Op) -> _Op:
-    """Make ``cls`` a frozen dataclass and enter it in ``OP_TABLE``::
+    """Make ``cls`` a frozen dataclass and enter it in ``OP_TABLE``; its parameters
+    compare exactly (``Scale(0.0) != Scale(-0.0)``, numbers by type and bits), so two ops
+    are equal only when they compute the same bits::
 
         @primitive
         class Log1p(Unary):
@@ -186,6 +242,7 @@ def primitive(cls: _Op) -> _Op:
                 return [linear(b, Div(), [ts[0], apply(b, Shift(1.0), [xs[0]])], (True, False))]
     """
     cls = dataclass(frozen=True)(cls)  # type: ignore[assignment]
+    _exact_comparison(cls)
     if "mnemonic" not in cls.__dict__:
         cls.mnemonic = _snake_case(cls.__name__)
     if cls.domain not in DOMAINS:

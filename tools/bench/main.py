@@ -291,6 +291,31 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
     }
 
 
+def check_options(args: argparse.Namespace) -> None:
+    """The mistakes a bench would otherwise find only after running (``BenchError``): a
+    negative ``--seed``, a ``--json`` path that cannot be written (tried now: opened for
+    appending if it exists, else created and removed)."""
+    seed = getattr(args, "seed", 0)
+    if seed < 0:
+        raise BenchError(f"--seed {seed}: a seed is a non-negative integer")
+    json_path = getattr(args, "json", None)
+    if json_path is None:
+        return
+    path = Path(json_path)
+    if path.is_dir():
+        raise BenchError(f"--json {json_path}: a directory, not a file")
+    try:
+        if path.exists():
+            with path.open("a"):
+                pass
+        else:
+            with path.open("x"):
+                pass
+            path.unlink()
+    except OSError as error:
+        raise BenchError(f"--json {json_path}: cannot write it: {error.strerror}") from None
+
+
 def command(args: argparse.Namespace) -> int:
     """Run, print the table, write ``--json``; the exit status.
 
@@ -299,6 +324,7 @@ def command(args: argparse.Namespace) -> int:
     inherited by the warm-from-disk child); ``--train`` times the background default
     and sets its children's mode itself.
     """
+    check_options(args)
     os.environ["TIDU_COMPILE_BACKGROUND"] = "0"
     if getattr(args, "kernels", False):
         from tidu_compile.tools.bench.kernels import command as kernels_command
