@@ -137,3 +137,21 @@ def test_the_kernel_text_never_asks_the_host(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(native, "environment_fingerprint", lambda: "another CPU")
     elsewhere = kernel_code(loops_module(tanh))
     assert elsewhere.text == here.text and elsewhere.digest != here.digest
+
+
+def test_nan_payloads_never_share_code() -> None:
+    """A program's text keys its artifact: a NaN parameter prints its bits there, so two
+    traces that differ only in a payload get code of their own (both payloads survive)."""
+    import struct
+
+    def nan(payload: int) -> float:
+        return float(struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000000 | payload))[0])
+
+    executor = CompiledExecutor(False, background=False)
+    with tc.use_executor(executor):
+        f = tc.function(lambda x, s: x * s)
+        x = tc.tensor(np.ones(2), requires_grad=True)
+        for payload in (1, 2, 1):
+            bits = f(x, nan(payload)).numpy().view(np.uint64)
+            assert (bits == 0x7FF8000000000000 | payload).all(), hex(bits[0])
+    assert executor.stats.fallbacks == 0

@@ -220,8 +220,28 @@ def _exact_comparison(cls: type[TensorOp]) -> None:
             _parameter_key(getattr(self, n)) if n in exact else getattr(self, n) for n in names
         ))  # fmt: skip
 
+    def __repr__(self: TensorOp) -> str:
+        shown = (f"{f.name}={_exact_repr(getattr(self, f.name)) if f.name in exact else repr(getattr(self, f.name))}"  # noqa: E501
+                 for f in parameters if f.repr)  # fmt: skip
+        return f"{type(self).__qualname__}({', '.join(shown)})"
+
     cls.__eq__ = __eq__  # type: ignore[method-assign,assignment]
     cls.__hash__ = __hash__  # type: ignore[method-assign,assignment]
+    cls.__repr__ = __repr__  # type: ignore[method-assign,assignment]
+
+
+def _exact_repr(value: Any) -> str:
+    """``repr(value)``, but a NaN shows its bits (``nan:7ff8000000000001``): the text
+    of a program keys its compiled code (``compiler.native.program_digest``), so two
+    parameters that compare unequal must print differently."""
+    if isinstance(value, float) and value != value:
+        return f"nan:{_PACK_FLOAT(value)[::-1].hex()}"
+    if isinstance(value, complex) and value != value:
+        return f"complex({_exact_repr(value.real)}, {_exact_repr(value.imag)})"
+    if type(value) is tuple:
+        items = ", ".join(_exact_repr(item) for item in value)
+        return f"({items},)" if len(value) == 1 else f"({items})"
+    return repr(value)
 
 
 @dataclass_transform(frozen_default=True)
