@@ -159,7 +159,7 @@ def test_workers_exit_when_the_parent_dies(tmp_path: Path) -> None:
         "ex = CompiledExecutor(False, background=True)\n"
         "x = tc.tensor(np.ones(5), requires_grad=True)\n"
         "tc.grad(tc.sum(tc.exp(x)), [x], executor=ex)\n"
-        "print(*background._pool._processes, flush=True)\n"
+        "print(*background._pool.pids(), flush=True)\n"
         "os._exit(0)\n"  # dies without shutting the pool down
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

@@ -8,34 +8,45 @@ artifact arrives; then it binds the object code and runs natively from the next 
 on (``executors.compiled``). The worker also stores the artifact in the disk cache, so
 other processes find it there.
 
-Workers are forked when safe (``_start_method``: on Linux, when no other thread of the
-caller's may be inside BLAS; ``tidu_compile.forksafe`` handles this library's own
-threads), ready in a few ms, and spawned otherwise. Either way they import the
-compiler (xDSL, ~0.4 s) while the caller starts (``prewarm``): the caller itself never
-imports it. There are ``TIDU_COMPILE_WORKERS`` of them
-(default: the CPU count minus one, at least 1, at most 4), started on first use and
-shared by every executor of the process. A worker exits when its parent dies. A
-forked child of the caller gets a new pool (the parent's workers are not its own).
+The workers (``compiler.process_pool``) are forked when safe (``_start_method``: on
+Linux, when no other thread of the caller's may be inside BLAS;
+``tidu_compile.forksafe`` handles this library's own threads), ready in a few ms, and
+spawned otherwise. Either way they import the compiler (xDSL, ~0.4 s) while the caller
+starts (``prewarm``): the caller itself never imports it. There are
+``TIDU_COMPILE_WORKERS`` of them (default: the CPU count minus one, at least 1, at most
+4), started on first use and shared by every executor of the process:
+
+- a worker that dies (killed, out of memory) is replaced, and the program it compiled
+  is compiled again by another; a program that kills two workers fails with
+  ``WorkerDied`` (its node runs on the reference path, ``executors.tiered``);
+- at the interpreter's exit the programs not compiled yet are dropped and the workers
+  killed: a script never waits for them (what they finished is on disk, written
+  atomically);
+- a worker exits when its parent dies;
+- a forked child of the caller gets a pool of its own on first use, which compiles
+  the programs the parent's workers had not finished (their futures are the child's
+  copies: ``done`` and ``wait`` hand them over), and the parent keeps its own.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import multiprocessing
 import os
 import sys
 import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Collection
+from concurrent import futures
+from concurrent.futures import Future
 from typing import Any
 
 from tidu_compile import forksafe
+from tidu_compile.compiler.process_pool import Pool, WorkerDied
 
 __all__ = [
-    "BACKGROUND_ENV", "WORKERS_ENV", "await_environment", "default_enabled",
-    "environment_known", "generation",
-    "prewarm", "submit",
-    "workers",
+    "BACKGROUND_ENV", "WORKERS_ENV", "WorkerDied", "await_environment", "default_enabled",
+    "done", "environment_known", "prewarm", "submit", "wait", "workers",
 ]
 
 BACKGROUND_ENV = "TIDU_COMPILE_BACKGROUND"
@@ -43,11 +54,12 @@ BACKGROUND_ENV = "TIDU_COMPILE_BACKGROUND"
 NICENESS = 10
 WORKERS_ENV = "TIDU_COMPILE_WORKERS"
 
-_pool: ProcessPoolExecutor | None = None
+_pool: Pool | None = None
 _environment: Future | None = None  # the environment fingerprint, from a worker
 _pool_lock = forksafe.Lock()
-_generation = 0
-_warmed: ProcessPoolExecutor | None = None  # the pool whose workers import the compiler
+_warmed: Pool | None = None  # the pool whose workers import the compiler
+#: In a forked child: the tasks its parent's workers had not done, for its own pool.
+_orphans: list[Any] = []
 
 
 _SWITCH = {"1": True, "true": True, "yes": True, "on": True,
@@ -77,11 +89,6 @@ def workers() -> int:
             raise ValueError(f"{WORKERS_ENV} must be an integer >= 1, got {text!r}")
         return count
     return max(1, min(4, (os.cpu_count() or 2) - 1))
-
-
-def generation() -> int:
-    """Changes in a forked child: futures of an older generation will never finish."""
-    return _generation
 
 
 def prewarm() -> None:
@@ -133,20 +140,35 @@ def submit(
     known: tuple[tuple[str, bytes], ...] = (),
 ) -> Future:
     """A future of ``(native.Artifact, artifacts.Source)`` for ``program``, from a worker
-    (``_compile``); ``known``: object code by kernels digest the worker may reuse."""
+    (``_compile``); ``known``: object code by kernels digest the worker may reuse;
+    ``WorkerDied`` when compiling it killed two workers."""
     return _get_pool().submit(_compile, program, digest, cache_dir, known)
 
 
-def _get_pool() -> ProcessPoolExecutor:
+def done(future: Future) -> bool:
+    """``future.done()``, a future of ``submit``'s (in a forked child, after handing
+    the parent's unfinished programs to the child's pool: they finish there)."""
+    if _orphans:
+        _get_pool()
+    return future.done()
+
+
+def wait(pending: Collection[Future], timeout: float | None) -> bool:
+    """Wait until every future of ``pending`` is done (True) or ``timeout`` passes."""
+    if _orphans:
+        _get_pool()
+    return not futures.wait(pending, timeout=timeout).not_done
+
+
+def _get_pool() -> Pool:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ProcessPoolExecutor(
-                workers(),
-                mp_context=multiprocessing.get_context(_start_method()),
-                initializer=_init_worker,
-                initargs=(os.getpid(),),
-            )
+            _pool = Pool(workers(), _init_worker, (os.getpid(),))
+            _pool.start(_start_method())
+        if _orphans:
+            _pool.adopt(_orphans)
+            _orphans.clear()
         return _pool
 
 
@@ -220,11 +242,20 @@ def _init_worker(parent: int) -> None:
 
 
 def _forget_pool() -> None:
-    """In a forked child: the parent's workers and futures are not the child's."""
-    global _pool, _generation, _environment
+    """In a forked child: the parent's workers are not the child's; the programs they
+    had not compiled go to the child's own pool when it starts (``_get_pool``)."""
+    global _pool, _environment
+    if _pool is not None:
+        _orphans.extend(_pool.forget())
     _pool = None
     _environment = None
-    _generation += 1
+
+
+def _close_pool() -> None:
+    """At exit: drop the programs not compiled yet and kill the workers, now."""
+    if _pool is not None:
+        _pool.close("the interpreter is exiting")
 
 
 forksafe.after_fork_in_child(_forget_pool)
+atexit.register(_close_pool)
