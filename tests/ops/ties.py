@@ -1,14 +1,8 @@
-"""Ties in the op table: which ops a tie decides, inputs with ties, JAX's convention.
+"""Ties in the op table: which ops a tie decides, and their inputs with ties.
 
-A *selection* gives, for each result element, one of the input elements it chooses
-from (its candidates): ``maximum(x, y)`` from ``x[i]`` and ``y[i]``, ``reduce_max``
-from a slice. At a tie of ``k`` candidates equal to the result, JAX's convention
-(``lax._balanced_eq``, ``_reduce_chooser_jvp_rule``) shares the result's cotangent
-equally: ``1/k`` to each. Central differences cannot check it: they give ``1/2`` to
-each of ``k >= 3`` tied elements (one side moves the maximum, the other does not).
-An *index* op (argmax, argsort: integers from floats) names tied elements by numpy's
-rule (the first one; the stable order).
-
+A *selection* (``helpers.ties``: each result element is one of its candidates) shares
+a tie's cotangent equally (JAX's ``1/k``); an *index* op (argmax, argsort: integers
+from floats) names tied elements by numpy's rule (the first one; the stable order).
 Which ops are which is found by probing the op itself (``is_selection``,
 ``is_index_op``), not by a list: a new reduction or selection of the table gets its
 tie cases (``op_cases.tie_twins``) without a line here.
@@ -21,27 +15,33 @@ from collections.abc import Sequence
 
 import numpy as np
 from helpers import random_array
+from helpers.ties import (
+    draw_tied,
+    enough_ties,
+    reduced_size,
+    shared_pair_gradient,
+    shared_reduction_gradient,
+    slice_hits,
+)
 
 from tidu_compile import ops
 from tidu_compile.ops import TensorOp
 from tidu_compile.ops.structural import Reduction
 
-#: The values of tied inputs: few, so that equal elements are common; exact in f32.
-LEVELS = (-1.5, -0.5, 0.5, 1.0)
+
+def _is_pair(op: TensorOp) -> bool:
+    return isinstance(op, ops.Elementwise) and op.input_count == 2
 
 
-def _hits(op: TensorOp, xs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray] | None:
-    """For a selection: per input, where an element equals its result element; and per
-    result element (broadcast back to the inputs' shape), how many candidates do. None
-    for an op that is not a binary elementwise op or a reduction."""
+def _counts(op: TensorOp, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, int] | None:
+    """A selection's ``TieCounts`` (``helpers.ties``); None for an op that is not a
+    binary elementwise op or a reduction."""
     (z,) = op.evaluate(*xs)
-    if isinstance(op, ops.Elementwise) and op.input_count == 2:
-        hits = [np.asarray(x == z) for x in xs]
-        return hits, hits[0].astype(np.int64) + hits[1]
+    if _is_pair(op):
+        return (xs[0] == z).astype(np.int64) + (xs[1] == z), 2
     if isinstance(op, Reduction):
-        hit = np.asarray(xs[0] == np.expand_dims(z, op.axes))
-        count = np.broadcast_to(np.sum(hit, axis=op.axes, keepdims=True), hit.shape)
-        return [hit], count
+        hit, _ = slice_hits(xs[0], np.expand_dims(z, op.axes), op.axes)
+        return np.sum(hit, axis=op.axes), reduced_size(op.operand_shape, op.axes)
     return None
 
 
@@ -50,7 +50,7 @@ def is_selection(op: TensorOp) -> bool:
     without ties (a reduction probed over one axis of 32 elements)."""
     if isinstance(op, Reduction):
         probe: TensorOp = dataclasses.replace(op, axes=(0,), operand_shape=(32,))
-    elif isinstance(op, ops.Elementwise) and op.input_count == 2:
+    elif _is_pair(op):
         probe = op
     else:
         return False
@@ -59,8 +59,8 @@ def is_selection(op: TensorOp) -> bool:
     domain = getattr(type(op), "domain", "normal")
     rng = np.random.default_rng(0)
     xs = [random_array(rng, (32,), "float64", domain) for _ in range(op.input_count)]
-    found = _hits(probe, xs)
-    return found is not None and bool(np.all(found[1] >= 1))
+    found = _counts(probe, xs)
+    return found is not None and bool(np.all(found[0] >= 1))
 
 
 def is_index_op(op: TensorOp, xs: Sequence[np.ndarray]) -> bool:
@@ -73,18 +73,15 @@ def is_index_op(op: TensorOp, xs: Sequence[np.ndarray]) -> bool:
 
 def tie_counts(op: TensorOp, xs: Sequence[np.ndarray]) -> tuple[np.ndarray, int]:
     """Per result element, how many of its candidates are tied (equal to the result, or
-    for an index op equal to the element it names; for a permutation, the most repeated
-    value of its slice), and how many candidates it has."""
-    found = _hits(op, xs) if not is_index_op(op, xs) else None
+    for an index op to the element it names; for a permutation, the most repeated value
+    of its slice), and how many candidates it has."""
+    found = None if is_index_op(op, xs) else _counts(op, xs)
     if found is not None:
-        hits, count = found
-        if isinstance(op, Reduction):
-            return np.sum(hits[0], axis=op.axes), _reduced(op)
-        return count, 2
+        return found
     axis = op.axis  # type: ignore[attr-defined]
     x = xs[0]
     (y,) = op.evaluate(*xs)
-    if y.shape == x.shape:  # a permutation: the most repeated value of each slice
+    if y.shape == x.shape:  # a permutation
         return np.apply_along_axis(_most_repeated, axis, x), x.shape[axis]
     named = np.take_along_axis(x, np.expand_dims(y, axis), axis)
     return np.sum(x == named, axis=axis), x.shape[axis]
@@ -95,35 +92,20 @@ def _most_repeated(values: np.ndarray) -> int:
 
 
 def has_ties(op: TensorOp, xs: Sequence[np.ndarray]) -> bool:
-    """Whether the inputs test the tie rule: some result element ties ``min(3,
-    candidates)`` of them (so ``1/k`` is not ``1/2``), and, where there are several,
-    some result element has no tie (so a rule that ignores the values fails; unless
-    there are more candidates than ``LEVELS``)."""
-    counts, candidates = tie_counts(op, xs)
-    tied = bool(np.any(counts >= min(3, candidates)))
-    some_untied = counts.size == 1 or candidates > len(LEVELS) or bool(np.any(counts == 1))
-    return tied and some_untied
+    return enough_ties(*tie_counts(op, xs))
 
 
 def tied_inputs(
     op: TensorOp, shapes: Sequence[tuple[int, ...]], dtype: str, rng: np.random.Generator
 ) -> list[np.ndarray]:
-    """Inputs of ``op`` drawn from ``LEVELS`` until they have ties (``has_ties``)."""
-    for _ in range(1000):
-        xs = [rng.choice(LEVELS, shape).astype(dtype) for shape in shapes]
-        if has_ties(op, xs):
-            return xs
-    raise AssertionError(f"{op!r}: no inputs with ties for shapes {list(shapes)}")
-
-
-def _reduced(op: Reduction) -> int:
-    return int(np.prod([op.operand_shape[a] for a in op.axes]))
+    """Inputs of ``op`` with ties (``helpers.ties.draw_tied``)."""
+    return draw_tied(rng, shapes, dtype, lambda xs: tie_counts(op, xs))
 
 
 def can_tie(op: TensorOp, shapes: Sequence[tuple[int, ...]]) -> bool:
     """Whether a result element of ``op`` on ``shapes`` has two candidates or more."""
     if isinstance(op, Reduction):
-        return _reduced(op) >= 2
+        return reduced_size(op.operand_shape, op.axes) >= 2
     axis = getattr(op, "axis", None)
     return axis is None or shapes[0][axis] >= 2
 
@@ -131,10 +113,13 @@ def can_tie(op: TensorOp, shapes: Sequence[tuple[int, ...]]) -> bool:
 def shared_gradient(
     op: TensorOp, xs: Sequence[np.ndarray], cotangent: np.ndarray
 ) -> list[np.ndarray]:
-    """The gradient of ``Re(sum(conj(cotangent) * op(xs)))`` by JAX's convention: each of
-    the ``k`` candidates equal to a result element gets ``1/k`` of its cotangent."""
-    found = _hits(op, xs)
-    assert found is not None, f"{op!r} is not a selection"
-    hits, count = found
-    back = np.expand_dims(cotangent, op.axes) if isinstance(op, Reduction) else cotangent
-    return [(back * hit / count).astype(x.dtype) for hit, x in zip(hits, xs, strict=True)]
+    """The gradient of ``sum(cotangent * op(xs))`` by JAX's convention (``1/k`` to each
+    of ``k`` tied candidates)."""
+    (z,) = op.evaluate(*xs)
+    if isinstance(op, Reduction):
+        kept = np.expand_dims(z, op.axes)
+        back = np.expand_dims(cotangent, op.axes)
+        return [shared_reduction_gradient(xs[0], kept, op.axes, back)]
+    assert _is_pair(op), f"{op!r} is not a selection"
+    gx, gy = shared_pair_gradient(xs[0], xs[1], z, cotangent)
+    return [gx.astype(xs[0].dtype), gy.astype(xs[1].dtype)]
