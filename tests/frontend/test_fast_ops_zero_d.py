@@ -82,56 +82,58 @@ def _outcome(call: Callable[[], Any]) -> tuple[Any, list[str]] | None:
     )
 
 
-def _expected(ufunc: np.ufunc, *operands: Any) -> tuple[Any, list[str]]:
+def _expected(numpy: Callable[..., Any], *operands: Any) -> tuple[Any, list[str]]:
     """numpy on 0-d arrays (numbers stay Python numbers), read-only like a tensor's data."""
-    outcome = _outcome(lambda: ufunc(*operands))
+    outcome = _outcome(lambda: numpy(*operands))
     assert outcome is not None
     (dtype, shape, data, _), messages = outcome
     return (dtype, shape, data, False), messages
 
 
-def _unary_entries(op: Any) -> list[tuple[str, Callable[[Any], Any]]]:
-    entries: list[tuple[str, Callable[[Any], Any]]] = [
-        ("fast_ops.unary", lambda x: fast_ops.unary(op, x))
-    ]
-    entries += [(f"tc.{name}", getattr(tc, name)) for name in op.numpy_names]
-    entries += [(f"__{name}__", getattr(operator, name))
-                for name, (o, _) in fast_ops.UNARY_OPERATORS.items() if o is op]  # fmt: skip
+#: A way into the fast path: its name, the call on tensors and numbers, and numpy's call
+#: on 0-d arrays and numbers (the op's ufunc; for an operator, numpy's operator).
+Entry = tuple[str, Callable[..., Any], Callable[..., Any]]
+
+
+def _entries(op: Any) -> list[Entry]:
+    ufunc = fast_ops.SPECS[op][0]
+    fast = fast_ops.unary if op.input_count == 1 else fast_ops.binary
+    entries: list[Entry] = [(fast.__name__, lambda *xs: fast(op, *xs), ufunc)]
+    entries += [(f"tc.{name}", getattr(tc, name), ufunc) for name in op.numpy_names]
+    table = fast_ops.UNARY_OPERATORS if op.input_count == 1 else fast_ops.BINARY_OPERATORS
+    entries += [(f"__{name}__", getattr(operator, name), getattr(operator, name))
+                for name, (o, _) in table.items() if o is op]  # fmt: skip
+    # (with a number first, ``operator.sub(2.0, t)`` is ``Tensor.__rsub__``)
     return entries
 
 
-def _binary_entries(op: Any) -> list[tuple[str, Callable[[Any, Any], Any]]]:
-    entries: list[tuple[str, Callable[[Any, Any], Any]]] = [
-        ("fast_ops.binary", lambda a, b: fast_ops.binary(op, a, b))
-    ]
-    entries += [(f"tc.{name}", getattr(tc, name)) for name in op.numpy_names]
-    entries += [(f"__{name}__", getattr(operator, name))  # number-first: ``__r{name}__``
-                for name, (o, _) in fast_ops.BINARY_OPERATORS.items() if o is op]  # fmt: skip
-    return entries
-
-
-def test_the_rows_cover_every_fast_op_and_way_in() -> None:
+def test_the_rows_cover_every_fast_op_and_operator() -> None:
     assert {op for op, _ in ROWS} == set(fast_ops.SPECS)
     names = {(op.__name__, d) for op, d in ROWS}
     assert names >= {("Sin", "float32"), ("Neg", "complex64"), ("Div", "complex64")}
-    for name, (op, function) in {**fast_ops.BINARY_OPERATORS,
-                                 **fast_ops.UNARY_OPERATORS}.items():  # fmt: skip
-        assert op in fast_ops.SPECS and getattr(Tensor, f"__{name}__").__name__ == "function"
+    x = tc.tensor(np.array(0.5, np.float32), requires_grad=True)
+    operators = [(f"__{n}__", o, f) for n, (o, f) in fast_ops.UNARY_OPERATORS.items()]
+    for name, (op, function) in fast_ops.BINARY_OPERATORS.items():
+        operators += [(f"__{name}__", op, function), (f"__r{name}__", op, function)]
+    for dunder, op, function in operators:
+        operands = (x,) if op.input_count == 1 else (x, 2.0)
+        out = getattr(Tensor, dunder)(*operands)
+        assert out._trace._output is not None, dunder  # recorded by ``fast_ops``
+        assert out._trace.graph is fast_ops.SPECS[op][1], dunder
         assert elementwise.TABLE_FUNCTIONS[function] is getattr(tc, function)
 
 
 @pytest.mark.parametrize("row", UNARY_ROWS, ids=_id)
 def test_unary_fast_ops_on_0d_give_numpys_dtype_and_bits(row: tuple[Any, str]) -> None:
     op, dtype = row
-    ufunc = fast_ops.SPECS[op][0]
+    entries = _entries(op)
     for value in _values(dtype, 16):
         array = np.array(value, dtype)
-        want = _expected(ufunc, array)
         for grad in (True, False):
             x = tc.tensor(array, requires_grad=grad)
-            for name, entry in _unary_entries(op):
+            for name, entry, numpy in entries:
                 got = _outcome(lambda entry=entry, x=x: entry(x))  # type: ignore[misc]
-                assert got == want, (op.__name__, dtype, name, value, grad)
+                assert got == _expected(numpy, array), (op.__name__, dtype, name, value, grad)
             with np.errstate(all="ignore"):
                 recorded = fast_ops.unary(op, x)
             assert recorded is not None and (recorded._trace is not None) == grad
@@ -156,16 +158,14 @@ def _binary_forms(dtype: str, with_complex: bool) -> list[tuple[Any, Any]]:
 @pytest.mark.parametrize("row", BINARY_ROWS, ids=_id)
 def test_binary_fast_ops_on_0d_give_numpys_dtype_and_bits(row: tuple[Any, str]) -> None:
     op, dtype = row
-    ufunc = fast_ops.SPECS[op][0]
-    entries = _binary_entries(op)
+    entries = _entries(op)
     with_complex = any(d.kind == "c" for d in fast_ops.SPECS[op][2])
     for a, b in _binary_forms(dtype, with_complex):
-        want = _expected(ufunc, a, b)
         ta, tb = (tc.tensor(w, requires_grad=True) if isinstance(w, np.ndarray) else w
                   for w in (a, b))  # fmt: skip
-        for name, entry in entries:
+        for name, entry, numpy in entries:
             got = _outcome(lambda entry=entry, ta=ta, tb=tb: entry(ta, tb))  # type: ignore[misc]
-            assert got == want or got is None and name == "fast_ops.binary", (
+            assert got == _expected(numpy, a, b) or got is None and name == "binary", (
                 op.__name__, dtype, name, a, b)  # fmt: skip
         with np.errstate(all="ignore"):
             fast = fast_ops.binary(op, ta, tb)
