@@ -6,9 +6,10 @@ a complex64 one in complex128, is wrong only there. Every op of ``fast_ops.SPECS
 in every dtype it allows, by every way in (``fast_ops.unary``/``binary``, the frontend
 functions named in the op's ``numpy_names``, the operators of ``fast_ops.
 BINARY_OPERATORS``/``UNARY_OPERATORS`` with their reflected twins, tensor and Python
-number operands), must give what numpy's ufunc gives on 0-d arrays (``np.array(x,
-dtype)``): the same dtype, the same bytes (signed zeros, infinities, NaN, subnormals) and
-the same warnings. The rows derive from those tables: a new fast op gets them.
+number operands), must give what numpy's ufunc (for an operator, numpy's operator)
+gives on 0-d arrays (``np.array(x, dtype)``): the same dtype, the same bytes (signed
+zeros, infinities, NaN, subnormals) and the same warnings. The rows derive from those
+tables: a new fast op gets them.
 """
 
 from __future__ import annotations

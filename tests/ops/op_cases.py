@@ -165,8 +165,8 @@ def _both_signs(shape: tuple[int, ...], dtype: str):
     return generate
 
 
-#: Input generators for table ops whose domain is not enough (min/max need no ties:
-#: their tied twins are ``tie_twins``').
+#: Input generators for table ops whose domain is not enough (min/max need no ties here:
+#: their cases with ties are ``tie_twins``).
 SPECIAL_INPUTS: dict[type[TensorOp], Callable[..., Callable[[np.random.Generator], list]]] = {
     ops.Maximum: _no_ties,
     ops.Minimum: _no_ties,
