@@ -138,6 +138,49 @@ def compiled() -> CompiledExecutor:
     return CompiledExecutor(cache_dir=False)
 
 
+#: Repeated letters with every extent equal: a diagonal whose labels come out in the
+#: wrong order still fits the shape here, and is wrong only in its values (on distinct
+#: extents, ``iij->ji`` on 2x2x3, it is a shape error).
+EINSUM_EQUAL_EXTENTS = [
+    ("iij->ji", [(3, 3, 3)]),
+    ("iij->ij", [(3, 3, 3)]),
+    ("iji->ij", [(3, 3, 3)]),
+    ("iji->ji", [(3, 3, 3)]),
+    ("jii->ij", [(3, 3, 3)]),
+    ("ii->i", [(3, 3)]),
+    ("iii->i", [(3, 3, 3)]),
+    ("bii->bi", [(3, 3, 3)]),
+    ("bii->ib", [(3, 3, 3)]),
+    ("ibi->bi", [(3, 3, 3)]),
+    ("ijij->ji", [(3, 3, 3, 3)]),
+    ("ijji->ij", [(3, 3, 3, 3)]),
+    ("ijik->kij", [(3, 3, 3, 3)]),
+    ("jiki->ijk", [(3, 3, 3, 3)]),
+    ("iij->", [(3, 3, 3)]),
+    ("iij,jk->ik", [(3, 3, 3), (3, 3)]),
+    ("iij,jk->ki", [(3, 3, 3), (3, 3)]),
+    ("jii,jk->ik", [(3, 3, 3), (3, 3)]),
+    ("iij,kjj->ik", [(3, 3, 3), (3, 3, 3)]),
+    ("ii,ij->j", [(3, 3), (3, 3)]),
+    ("ij,jj->ij", [(3, 3), (3, 3)]),
+    ("bii,bij->bj", [(3, 3, 3), (3, 3, 3)]),
+]
+
+
+@pytest.mark.parametrize("executor_name", ["reference", "compiled"])
+@pytest.mark.parametrize(("spec", "shapes"), EINSUM_EQUAL_EXTENTS,
+                         ids=[e[0] for e in EINSUM_EQUAL_EXTENTS])  # fmt: skip
+def test_einsum_repeated_letters_on_equal_extents(
+    spec: str, shapes, executor_name: str, compiled: CompiledExecutor
+) -> None:
+    executor = compiled if executor_name == "compiled" else tc.ReferenceExecutor()
+    fallbacks = compiled.stats.fallbacks
+    check_frontend_grad(lambda *t: tc.einsum(spec, *t), lambda *a: np.einsum(spec, *a),
+                        [_rand(s, seed=i + 7) for i, s in enumerate(shapes)], seed=len(spec),
+                        executor=executor)  # fmt: skip
+    assert compiled.stats.fallbacks == fallbacks and not compiled.stats.errors
+
+
 COMPILED = ["roll", "sort", "cumprod", "pad_reflect", "diagonal", "trace", "repeat_counts",
             "kron", "cross"]  # fmt: skip
 

@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import check_frontend_grad, random_array, real_inner
+from helpers.ties import draw_tied, reduced_size, shared_reduction_gradient, slice_hits
 
 import tidu_compile as tc
 from tidu_compile import func
+from tidu_compile.executors.compiled import CompiledExecutor
 
 REFERENCE = tc.ReferenceExecutor()
 SHAPES = [(3, 3), (2, 3, 3), (4,), ()]
@@ -347,6 +349,61 @@ def test_ties_share_the_gradient_equally() -> None:
     np.testing.assert_allclose(g, np.full((2, 2), 0.25))
     (g,) = _grad(lambda t: tc.norm(t, np.inf), np.array([-2.0, 1.0, 2.0]))
     np.testing.assert_allclose(g, [-0.5, 0.0, 0.5])
+
+
+def _selects(name: str) -> bool:
+    """Whether ``FUNCTIONS[name]`` is a selection: each result element is one of its
+    slice's elements (probed on random float64 values, which have no ties)."""
+    _, numpy_function, dtypes = FUNCTIONS[name]
+    x = np.random.default_rng(0).standard_normal((4, 32))
+    kept = np.asarray(numpy_function(x, 1, True))
+    return "float64" in dtypes and kept.dtype == x.dtype and bool(np.all(np.any(x == kept, 1)))
+
+
+#: The selecting reductions of ``FUNCTIONS`` (max, amax, min, amin, and any new one).
+SELECTING = [name for name in FUNCTIONS if _selects(name)]
+
+
+def test_the_selecting_reductions_are_found() -> None:
+    assert {"max", "amax", "min", "amin"} <= set(SELECTING)
+    assert not {"sum", "prod", "mean", "norm", "any", "logsumexp"} & set(SELECTING)
+
+
+@pytest.mark.parametrize("name", SELECTING)
+def test_ties_share_the_gradient_over_every_axis(
+    name: str, executor: tc.BackwardExecutor
+) -> None:
+    """Inputs with ties (``helpers.ties``), every axis choice, with and without
+    ``keepdims``, on both executors: each of ``k`` tied elements gets ``1/k``. (Native
+    code in float64 only: ~90 programs a dtype; ``test_op_ties`` compiles float32 ties.)"""
+    function, numpy_function, dtypes = FUNCTIONS[name]
+    rng = np.random.default_rng(len(name))
+    compiled = isinstance(executor, CompiledExecutor)
+    for dtype, shape in itertools.product(dtypes[:1] if compiled else dtypes, SHAPES):
+        for axis in axis_choices(len(shape)):
+            axes = tuple(range(len(shape))) if axis is None else tuple(
+                sorted(a % len(shape) for a in np.atleast_1d(axis)))  # fmt: skip
+            size = reduced_size(shape, axes)
+            if size < 2:
+                continue
+
+            def counts(xs: list[np.ndarray], axis: Any = axis, axes: Any = axes,
+                       size: int = size) -> tuple[np.ndarray, int]:  # fmt: skip
+                kept = numpy_function(xs[0], axis, True)
+                return np.sum(slice_hits(xs[0], kept, axes)[0], axis=axes), size
+
+            (x,) = draw_tied(rng, [shape], dtype, counts)
+            kept = np.asarray(numpy_function(x, axis, True))
+            for keepdims in (False, True):
+                t = tc.tensor(x, requires_grad=True)
+                out = function(t, axis, keepdims)
+                w = random_array(rng, out.shape, dtype)
+                (g,) = tc.grad(tc.sum(out * w), [t])
+                want = shared_reduction_gradient(x, kept, axes, w.reshape(kept.shape))
+                what = f"{name} {dtype}{shape} axis={axis} keepdims={keepdims}"
+                assert g is not None and g.dtype == x.dtype, what
+                tol = 1e-6 if dtype == "float32" else 1e-15
+                np.testing.assert_allclose(g, want, rtol=tol, atol=tol, err_msg=what)
 
 
 def test_nan_maximum_carries_no_gradient() -> None:

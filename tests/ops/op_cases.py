@@ -3,7 +3,9 @@
 One ``Case`` per (op instance, input shapes/dtypes, input generator). ``CASES`` covers
 every standard op in every dtype it supports, at shapes with all-distinct extents
 (``2x3x4``) and again at square or repeated ones (``3x3``, ``2x2x2``; the
-``EQUAL_EXTENT_*`` tables; see ``has_equal_extents``).
+``EQUAL_EXTENT_*`` tables; see ``has_equal_extents``), and every case of a selection or
+index op (max, fmin, reduce_max over each axis, argmax, argsort...) again with ties
+(``tie_twins``: inputs from a few levels; the ops found by probing, ``ties.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from helpers import random_array, widen_dtype
+from ties import can_tie, is_index_op, is_selection, tied_inputs
 
 from tidu_compile import ops
 from tidu_compile.ops import (
@@ -47,6 +50,9 @@ class Case:
     args: tuple[Arg, ...]
     #: custom input generator (overrides ``args``' kinds), e.g. to avoid ties.
     generate: Callable[[np.random.Generator], list[np.ndarray]] | None = None
+    #: The inputs have ties (``tie_twins``): a selection's gradient is JAX's shared one,
+    #: which central differences do not give (``ties.shared_gradient``).
+    ties: bool = False
 
     @property
     def id(self) -> str:
@@ -159,7 +165,8 @@ def _both_signs(shape: tuple[int, ...], dtype: str):
     return generate
 
 
-#: Input generators for table ops whose domain is not enough (min/max need no ties).
+#: Input generators for table ops whose domain is not enough (min/max need no ties here:
+#: their cases with ties are ``tie_twins``).
 SPECIAL_INPUTS: dict[type[TensorOp], Callable[..., Callable[[np.random.Generator], list]]] = {
     ops.Maximum: _no_ties,
     ops.Minimum: _no_ties,
@@ -336,8 +343,13 @@ def _build() -> list[Case]:
         ((2, 3, 4), (0, 1, 2)),
         ((4,), (0,)),
         ((2, 3), ()),
+        ((2, 3, 4), (0,)),  # with the rows above: every single axis, distinct extents
+        ((2, 3, 4), (2,)),
+        ((3, 3, 3), (0,)),  # and equal ones
+        ((3, 3, 3), (1,)),
+        ((3, 3, 3), (2,)),
     ]
-    for dtype in FLOAT_DTYPES:  # random normals: no ties (ties: test_reductions.py)
+    for dtype in FLOAT_DTYPES:  # random normals: no ties (the ties: ``tie_twins``)
         for operand, axes in extrema if dtype == "float64" else extrema[2:4]:
             for op in (ops.ReduceMax(axes, operand), ops.ReduceMin(axes, operand)):
                 add(_same(f"{op.mnemonic}{axes}", op, operand, dtype, 1))
@@ -390,7 +402,27 @@ def _build() -> list[Case]:
     for dtype in EQUAL_EXTENT_DTYPES:
         cases += _structural(dtype, (), (), EQUAL_EXTENT_RESHAPES, EQUAL_EXTENT_TRANSPOSES,
                              EQUAL_EXTENT_DOTS)  # fmt: skip
-    return cases
+    return cases + tie_twins(cases)
+
+
+def tie_twins(cases: Sequence[Case]) -> list[Case]:
+    """Every real case of a selection (each result element one of its inputs: maximum,
+    fmax, reduce_max over each axis, ...) or an index op (argmax, argsort) whose result
+    elements have two candidates or more, again on inputs with ties (``ties.py``)."""
+    twins = []
+    for case in cases:
+        shapes = [a.shape for a in case.args]
+        dtype = case.args[0].dtype
+        if dtype not in FLOAT_DTYPES or case.ties or len(shapes) > 2:
+            continue
+        probe = case.inputs(np.random.default_rng(0))
+        if (is_selection(case.op) or is_index_op(case.op, probe)) and can_tie(case.op, shapes):
+            def generate(rng: np.random.Generator, op=case.op, shapes=shapes, dtype=dtype):
+                return tied_inputs(op, shapes, dtype, rng)
+
+            twins.append(dataclasses.replace(case, name=f"{case.name}_ties", generate=generate,
+                                             ties=True))  # fmt: skip
+    return twins
 
 
 def _structural(

@@ -7,7 +7,8 @@ For each case of ``op_cases.CASES`` (distinct extents, and square or repeated on
   linearized graph evaluated on random tangents and ``J^T u`` comes from the executor's
   ``run_transposed_linear``;
 * ``tidu_compile.grad`` of ``L = Re(sum(conj(w) * op(x...)))`` matches central finite
-  differences (computed in double precision).
+  differences (computed in double precision); at ties, JAX's shared gradient instead
+  (``test_op_ties.py``).
 
 The last two run on the reference executor, and for the cases with equal extents on
 the compiled one too (whose every backward node must run a compiled plan): a wrong JVP
@@ -291,9 +292,10 @@ def _loss_slots(case: Case) -> list[list[int]]:
     return _slot_choices(case)
 
 
-GRAD_PARAMS = [
+GRAD_PARAMS = [  # ties: JAX's shared gradient, not the differences' (``test_op_ties.py``)
     pytest.param(c, slots, executor, id=f"{c.id}-slots{''.join(map(str, slots))}-{executor}")
     for c in DIFFERENTIABLE_CASES
+    if not c.ties
     for slots in _loss_slots(c)
     for executor in _executors_for(c)
 ]

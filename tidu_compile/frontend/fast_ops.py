@@ -41,12 +41,16 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile import ops
 from tidu_compile.eager import RecordedGraph, Trace
 from tidu_compile.frontend.state import RECORDER, SPECIAL_THREADS, THREAD_STATE
 from tidu_compile.frontend.tensor import _NO_KEY, Tensor, _functions, recorded_graph_for
 from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
 
-__all__ = ["SPECS", "Spec", "binary", "fast_binary", "fast_unary", "unary"]
+__all__ = [
+    "BINARY_OPERATORS", "SPECS", "UNARY_OPERATORS", "Spec", "binary", "fast_binary",
+    "fast_unary", "unary",
+]  # fmt: skip
 
 Spec = tuple[np.ufunc, RecordedGraph, frozenset[np.dtype], Callable[[Any, Any], Any] | None]
 """Per op class: its ufunc, its one-op recorded graph, the dtypes it allows, and Python's
@@ -355,16 +359,23 @@ def _by_name(function: str) -> Callable[..., Tensor]:
     return general
 
 
+#: The operators this module installs on ``Tensor``: ``name`` -> (op class, the frontend
+#: function of the general path). A binary one is ``__name__`` and ``__rname__``.
+BINARY_OPERATORS: dict[str, tuple[type[TensorOp], str]] = {
+    "add": (ops.Add, "add"), "sub": (ops.Sub, "subtract"), "mul": (ops.Mul, "multiply"),
+    "truediv": (ops.Div, "divide"),
+}  # fmt: skip
+UNARY_OPERATORS: dict[str, tuple[type[TensorOp], str]] = {"neg": (ops.Neg, "negative")}
+
+
 def _install_operators() -> None:
     """``Tensor.__add__`` ... ``Tensor.__neg__`` (``frontend.tensor`` imports this module
     last, to install them)."""
-    from tidu_compile import ops
-
-    for name, op, function in (("add", ops.Add, "add"), ("sub", ops.Sub, "subtract"),
-                               ("mul", ops.Mul, "multiply"), ("truediv", ops.Div, "divide")):
+    for name, (op, function) in BINARY_OPERATORS.items():
         setattr(Tensor, f"__{name}__", fast_binary(op, _by_name(function)))
         setattr(Tensor, f"__r{name}__", fast_binary(op, _by_name(function), reflected=True))
-    Tensor.__neg__ = fast_unary(ops.Neg, _by_name("negative"))
+    for name, (op, function) in UNARY_OPERATORS.items():
+        setattr(Tensor, f"__{name}__", fast_unary(op, _by_name(function)))
 
 
 _install_operators()
