@@ -355,15 +355,24 @@ def _by_name(function: str) -> Callable[..., Tensor]:
     return general
 
 
+def _reflected(function: str) -> Callable[[Any, Any], Tensor]:
+    """``function(b, a)`` as the method ``a.__r<op>__(b)``."""
+    general = _by_name(function)
+    return lambda a, b: general(b, a)
+
+
 def _install_operators() -> None:
-    """``Tensor.__add__`` ... ``Tensor.__neg__`` (``frontend.tensor`` imports this module
-    last, to install them)."""
+    """``Tensor.__add__`` ... ``Tensor.__neg__``, ``//`` and ``%`` (``frontend.tensor``
+    imports this module last, to install them)."""
     from tidu_compile import ops
 
     for name, op, function in (("add", ops.Add, "add"), ("sub", ops.Sub, "subtract"),
-                               ("mul", ops.Mul, "multiply"), ("truediv", ops.Div, "divide")):
+                               ("mul", ops.Mul, "multiply"), ("truediv", ops.Div, "divide"),
+                               ("mod", ops.Mod, "mod")):  # fmt: skip
         setattr(Tensor, f"__{name}__", fast_binary(op, _by_name(function)))
         setattr(Tensor, f"__r{name}__", fast_binary(op, _by_name(function), reflected=True))
+    Tensor.__floordiv__ = _by_name("floor_divide")
+    Tensor.__rfloordiv__ = _reflected("floor_divide")
     Tensor.__neg__ = fast_unary(ops.Neg, _by_name("negative"))
 
 
