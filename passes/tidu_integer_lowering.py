@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from tidu_compile.dialects import tidu_elementwise as ew
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import i1
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from tidu_compile import ops
 from tidu_compile.ops import TensorOp
@@ -58,7 +58,7 @@ BOOL_PREDICATES = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq
 class Integers:
     """Emit ``arith`` ops on scalars of one integer type (as ``scalar_emit.Scalars``)."""
 
-    def __init__(self, emit: Emit, integer_type: object) -> None:
+    def __init__(self, emit: Emit, integer_type: Attribute) -> None:
         self.emit = emit
         self.type = integer_type
 
@@ -66,7 +66,7 @@ class Integers:
         return self.emit(op).results[0]
 
     def const(self, value: int) -> SSAValue:
-        return constant(self.emit, value, self.type)  # type: ignore[arg-type]
+        return constant(self.emit, value, self.type)
 
     def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self._one(arith.SubiOp(a, b))
@@ -76,6 +76,14 @@ class Integers:
 
     def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self._one(arith.MuliOp(a, b))
+
+    def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """C's quotient, towards zero (``b`` must not be 0, nor -1 with ``a`` INT_MIN)."""
+        return self._one(arith.DivSIOp(a, b))
+
+    def rem(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """C's remainder, the sign of ``a`` (the same conditions on ``b``)."""
+        return self._one(arith.RemSIOp(a, b))
 
     def cmp(self, a: SSAValue, predicate: str, b: SSAValue) -> SSAValue:
         return self._one(arith.CmpiOp(a, b, predicate))
@@ -111,7 +119,7 @@ def _off_sign(f: Integers, r: SSAValue, y: SSAValue) -> SSAValue:
 
 def floor_divide_of(f: Integers, x: SSAValue, y: SSAValue) -> SSAValue:
     d, is_zero, is_minus_one = _safe_divisor(f, y)
-    q = f._one(arith.DivSIOp(x, d))
+    q = f.div(x, d)
     r = f.sub(x, f.mul(q, d))
     q = f.select(_off_sign(f, r, y), f.sub(q, f.const(1)), q)
     q = f.select(is_minus_one, f.sub(f.const(0), x), q)
@@ -120,7 +128,7 @@ def floor_divide_of(f: Integers, x: SSAValue, y: SSAValue) -> SSAValue:
 
 def mod_of(f: Integers, x: SSAValue, y: SSAValue) -> SSAValue:
     d, is_zero, is_minus_one = _safe_divisor(f, y)
-    r = f._one(arith.RemSIOp(x, d))
+    r = f.rem(x, d)
     r = f.select(_off_sign(f, r, y), f.add(r, y), r)
     return f.select(f.either(is_zero, is_minus_one), f.const(0), r)
 

@@ -111,6 +111,7 @@ BINARY: dict[str, tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]] =
     "floordiv": (operator.floordiv, np.floor_divide),
     "mod": (operator.mod, np.remainder),
     "truediv": (operator.truediv, np.true_divide),
+    "pow": (operator.pow, np.power),
     "maximum": (tc.maximum, np.maximum),
     "minimum": (tc.minimum, np.minimum),
     "lt": (operator.lt, np.less),
@@ -268,7 +269,8 @@ _TRACED_REDUCTIONS = ("sum", "prod", "max", "min", "cumsum", "sum_axis")
 def _traced_groups() -> list[tuple[str, list[str], list[Callable[..., Any]], list[Any], list]]:
     """Per dtype (pair): the operations numpy takes, ours and numpy's, and the operands."""
     groups = []
-    tables = [(BINARY, sorted(BINARY), pair) for pair in _TRACED_PAIRS]
+    native = sorted(set(BINARY) - {"pow"})  # integer ** tensor: a numpy library call
+    tables = [(BINARY, native, pair) for pair in _TRACED_PAIRS]
     tables += [(UNARY, _TRACED_UNARY, (d,)) for d in _TRACED_DTYPES]
     tables += [(REDUCTIONS, _TRACED_REDUCTIONS, (d,)) for d in _TRACED_DTYPES]
     for table, names, dtypes in tables:

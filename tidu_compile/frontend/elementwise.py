@@ -144,8 +144,9 @@ def power(x: Any, exponent: Any) -> Tensor:
                 raise OverflowError(f"Python integer {exponent} out of bounds for {base.dtype}")
             if exponent < 0:
                 raise ValueError("power: integers to negative integer powers are not allowed")
-            base = astype(base, dtype)
-            return apply1(ops.Pow(float(exponent)), base)
+            if float(exponent) != exponent:  # beyond 2**53: an exact tensor exponent
+                return binary(ops.Power, base, exponent)
+            return apply1(ops.Pow(float(exponent)), astype(base, dtype))
         return apply1(ops.Pow(float(exponent)), unary_input(base))
     return binary(ops.Power, x, exponent)
 
