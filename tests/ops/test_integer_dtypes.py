@@ -99,7 +99,9 @@ def _check(what: str, ours: Callable[..., Any], theirs: Callable[..., Any], *arg
 def _of_first(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` of 0-d arrays, as numpy computes it: on 1-element arrays (numpy's 0-d
     results are scalars), first element."""
-    return lambda *xs: np.asarray(fn(*(np.reshape(x, 1) for x in xs)))[0]
+    return lambda *xs: np.asarray(
+        fn(*(np.reshape(x, 1) if isinstance(x, np.ndarray) else x for x in xs))
+    )[0]
 
 
 # ---------------------------------------------------------------- the operations
@@ -171,6 +173,9 @@ def test_eager_binary_ops_follow_numpy_promotion_and_values(name: str) -> None:
                 continue  # numpy's where casts it unsafely (wraps); we refuse, as numpy's +
             _check(f"{name}({left}, {number!r})", ours, theirs, a, number)
             _check(f"{name}({number!r}, {left})", ours, theirs, number, a)
+            if name != "where":  # 0-d with a number: the fast path's own branch
+                _check(f"{name}({left} 0-d, {number!r})", ours, _of_first(theirs),
+                       np.array(a[1]), number)  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
