@@ -22,8 +22,10 @@ def _one_case_per_op() -> list[Case]:
     return list(seen.values())
 
 
-#: Ops that take every dtype: selects and the layout ops (indices and masks move too).
-_EVERY_DTYPE = (ops.Select, ops.BroadcastInDim, ops.Reshape, ops.Transpose)
+#: Ops that take every dtype: selects, the layout and indexing ops (integer and bool
+#: data move too).
+_EVERY_DTYPE = (ops.Select, ops.BroadcastInDim, ops.Reshape, ops.Transpose, ops.Slice,
+                ops.Pad, ops.Concatenate, ops.Gather)  # fmt: skip
 
 
 def _bad_dtype_params():
