@@ -87,17 +87,18 @@ def tracked(x: Tensor) -> bool:
 def astype(x: Tensor, dtype: Any) -> Tensor:
     """``x`` converted to ``dtype``, as numpy's ``astype`` (recorded when ``x`` requires
     gradients or is traced; only float and complex results carry a gradient). To bool
-    it is ``x != 0``; from complex to a real or integer dtype it is refused (use ``real``)."""
+    it is ``x != 0``; recorded from complex to a real or integer dtype it is refused (use
+    ``real``)."""
     target = np.dtype(dtype)
     if x.dtype == target:
         return x
+    if not tracked(x):
+        return Tensor(x.numpy().astype(target))
     if x.dtype.kind == "c" and target.kind != "c":
         raise TypeError(
             f"astype: converting {x.dtype} to {target} would drop the imaginary part; "
             "take real(x) first"
         )
-    if not tracked(x):
-        return Tensor(x.numpy().astype(target))
     if target == np.bool_:
         return apply1(ops.Compare("ne"), x, Tensor(np.zeros(x.shape, x.dtype)))
     source = x.dtype.name
