@@ -1,8 +1,9 @@
 """The `tidu` xDSL dialect: one op per tensor primitive, plus the fused-kernel ops.
 
 Values are ranked tensors with static shapes (`tensor<4x8xf64>`, `tensor<f64>`) of
-f32, f64, complex<f32>, complex<f64> or i1; the elementwise ops also take scalars of
-those types, which is how they appear in the body of a `tidu.kernel`.
+f32, f64, complex<f32>, complex<f64>, i1 or the integers i8, i16, i32, i64; the
+elementwise ops also take scalars of those types, which is how they appear in the body
+of a `tidu.kernel`.
 
 The ops live in these files, re-exported here:
 - `tidu_elementwise`: the hand-written elementwise ops and the family bases;

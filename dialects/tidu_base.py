@@ -2,8 +2,10 @@
 
 Values of tidu ops are ranked tensors with a static shape (`tensor<4x8xf64>`, the 0-d
 `tensor<f64>`) or, inside the body of a `tidu.kernel`, scalars. Element types are
-f32, f64, complex<f32>, complex<f64>, i1 (compare results and select masks), and i32 and
-i64 for the index tensors of gathers and scatters.
+f32, f64, complex<f32>, complex<f64>, i1 (bool: compare results, select masks), and the
+signless integers i8, i16, i32 and i64 (numpy's signed integers: exact arithmetic, and
+the index tensors of gathers and scatters, i32 or i64). numpy's unsigned integers have
+no element type: programs of them are not compiled.
 
 The elementwise family shares one custom syntax:
 
@@ -37,6 +39,8 @@ from xdsl.dialects.builtin import (
     TensorType,
     f64,
     i1,
+    i8,
+    i16,
     i32,
     i64,
 )
@@ -57,15 +61,18 @@ class ElementKind(Enum):
     """The element types an op accepts; the value is the text used in messages."""
 
     REAL = "f32 or f64"
-    ORDERED = "f32, f64 or i1"
+    ORDERED = "f32, f64, i1, i8, i16, i32 or i64"
     NUMERIC = "f32, f64, complex<f32> or complex<f64>"
     ANY = "f32, f64, complex<f32>, complex<f64> or i1"
     INDEX = "i32 or i64"
-    ALL = "f32, f64, complex<f32>, complex<f64>, i1, i32 or i64"
+    ARITHMETIC = "f32, f64, complex<f32>, complex<f64>, i8, i16, i32 or i64"
+    ALL = "f32, f64, complex<f32>, complex<f64>, i1, i8, i16, i32 or i64"
 
     def accepts(self, element: Attribute) -> bool:
-        if element in (i32, i64):
-            return self in (ElementKind.INDEX, ElementKind.ALL)
+        if element in INTEGER_ELEMENTS:
+            if self is ElementKind.INDEX:
+                return element in (i32, i64)
+            return self in (ElementKind.ORDERED, ElementKind.ARITHMETIC, ElementKind.ALL)
         if self is ElementKind.INDEX:
             return False
         if is_real_element(element):
@@ -73,6 +80,15 @@ class ElementKind(Enum):
         if is_complex_element(element):
             return self not in (ElementKind.REAL, ElementKind.ORDERED)
         return self in (ElementKind.ORDERED, ElementKind.ANY, ElementKind.ALL) and element == i1
+
+
+INTEGER_ELEMENTS: tuple[Attribute, ...] = (i8, i16, i32, i64)
+"""The integer element types (signless, computed as signed: numpy's int8..int64)."""
+
+
+def is_integer_element(element: Attribute) -> bool:
+    """Whether `element` is one of `INTEGER_ELEMENTS` (i1, bool, is not)."""
+    return element in INTEGER_ELEMENTS
 
 
 def is_real_element(element: Attribute) -> bool:
@@ -124,6 +140,8 @@ DTYPE_ELEMENT_TYPES: dict[str, Attribute] = {
     "complex64": ComplexType(Float32Type()),
     "complex128": ComplexType(Float64Type()),
     "bool": i1,
+    "int8": i8,
+    "int16": i16,
     "int32": i32,
     "int64": i64,
 }
@@ -140,12 +158,9 @@ def tensor_type(shape: Sequence[int], dtype: str) -> TensorType:
     return TensorType(DTYPE_ELEMENT_TYPES[dtype], shape)
 
 
-def value_type_error(type_: Attribute, allow_scalar: bool, integers: bool = False) -> str | None:
-    """Why `type_` is not a tidu value type, as the end of a sentence, or `None`.
-
-    Integer (i32, i64) tensors are values only where `integers` is set: the kernel
-    operands and index operands that hold them; never scalars of the elementwise ops."""
-    kind = ElementKind.ALL if integers else ElementKind.ANY
+def value_type_error(type_: Attribute, allow_scalar: bool) -> str | None:
+    """Why `type_` is not a tidu value type, as the end of a sentence, or `None`."""
+    kind = ElementKind.ALL
     kinds = "a ranked tensor with a static shape" + (" or a scalar" if allow_scalar else "")
     expected = f"{kinds} of {kind.value}"
     if isinstance(type_, TensorType):
@@ -155,7 +170,7 @@ def value_type_error(type_: Attribute, allow_scalar: bool, integers: bool = Fals
             return f"is {type_}, which has a dynamic dimension, but it must be {expected}"
         if kind.accepts(cast(Attribute, type_.element_type)):
             return None
-    elif allow_scalar and ElementKind.ANY.accepts(type_):
+    elif allow_scalar and kind.accepts(type_):
         return None
     return f"is {type_}, but it must be {expected}"
 
@@ -164,19 +179,16 @@ def is_value_type(type_: Attribute, allow_scalar: bool = True) -> bool:
     return value_type_error(type_, allow_scalar) is None
 
 
-def verify_value_type(
-    op: IRDLOperation, what: str, type_: Attribute, allow_scalar: bool, integers: bool = False
-) -> None:
+def verify_value_type(op: IRDLOperation, what: str, type_: Attribute, allow_scalar: bool) -> None:
     """Raise a `VerifyException` unless `type_` is a tidu value type."""
-    error = value_type_error(type_, allow_scalar, integers)
+    error = value_type_error(type_, allow_scalar)
     if error is not None:
         raise VerifyException(f"{op.name} {what} {error}.")
 
 
 def verify_tensor(op: IRDLOperation, what: str, type_: Attribute, kind: ElementKind) -> TensorType:
     """Check that `type_` is a static tensor whose element type `kind` accepts."""
-    integers = kind in (ElementKind.INDEX, ElementKind.ALL)
-    verify_value_type(op, what, type_, allow_scalar=False, integers=integers)
+    verify_value_type(op, what, type_, allow_scalar=False)
     tensor = cast(TensorType, type_)
     element = cast(Attribute, tensor.element_type)
     if not kind.accepts(element):
@@ -286,7 +298,13 @@ def parse_scalar_literal(parser: Parser) -> dict[str, Attribute]:
 def verify_literal_fits(
     op: IRDLOperation, what: str, element: Attribute, re: float, im: float
 ) -> None:
-    """A literal must be real for a real element type and 0 or 1 for i1."""
+    """A literal must be real for a real element type, 0 or 1 for i1, and a real integer
+    for an integer element type."""
+    if is_integer_element(element) and (im != 0.0 or not re.is_integer()):
+        raise VerifyException(
+            f"{op.name} has the {what} ({re}, {im}), but its element type {element} holds "
+            "integers."
+        )
     if is_real_element(element) and im != 0.0:
         raise VerifyException(
             f"{op.name} has the complex {what} ({re}, {im}), but its element type {element} "

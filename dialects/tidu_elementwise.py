@@ -39,7 +39,7 @@ from .tidu_base import (
     complex_type_of,
     element_type,
     is_complex_element,
-    is_real_element,
+    is_integer_element,
     parse_f64_literal,
     parse_scalar_literal,
     print_f64_literal,
@@ -162,6 +162,7 @@ class AddOp(BinaryElementwiseOperation):
 
     name = "tidu.add"
     traits = traits_def(Pure(), Commutative(), TiduCanonicalization())
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ALL
 
 
 @irdl_op_definition
@@ -170,6 +171,7 @@ class MulOp(BinaryElementwiseOperation):
 
     name = "tidu.mul"
     traits = traits_def(Pure(), Commutative(), TiduCanonicalization())
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ALL
 
 
 # ---------------------------------------------------------------------------------
@@ -197,6 +199,7 @@ class CompareOp(ElementwiseOperation):
     direction = prop_def(StringAttr)
 
     traits = traits_def(Pure())
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ALL
 
     def __init__(self, direction: str, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         self.init_elementwise_([lhs, rhs], {"direction": StringAttr(direction)})
@@ -250,7 +253,7 @@ class SelectOp(ElementwiseOperation):
     traits = traits_def(Pure())
 
     KEY_OPERAND: ClassVar[int] = 1
-    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ANY
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ALL
 
     def __init__(
         self,
@@ -276,6 +279,7 @@ class NegOp(UnaryElementwiseOperation):
 
     name = "tidu.neg"
     traits = traits_def(Pure(), TiduCanonicalization())
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ARITHMETIC
 
 
 @irdl_op_definition
@@ -344,6 +348,18 @@ class PowOp(FloatParameterUnaryOperation):
     exponent = prop_def(FloatAttr.constr(f64))
     traits = traits_def(Pure(), TiduCanonicalization())
     PARAMETER_NAME: ClassVar[str] = "exponent"
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ALL
+
+    def verify_properties_(self) -> None:
+        element = element_type(self.operand.type)
+        exponent = self.parameter
+        if element == i1 or is_integer_element(element) and not (
+            exponent.is_integer() and exponent >= 0
+        ):
+            raise VerifyException(
+                f"{self.name} raises {element} values to the power {exponent}, but integer "
+                "powers take a non-negative integer exponent (and i1 none)."
+            )
 
 
 @irdl_op_definition
@@ -383,7 +399,7 @@ class FullLikeOp(LiteralUnaryOperation):
 
     name = "tidu.full_like"
     LITERAL_NAME: ClassVar[str] = "value"
-    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ANY
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ALL
 
 
 @irdl_op_definition
@@ -426,12 +442,14 @@ class ConvertOp(UnaryElementwiseOperation):
 
         %y = tidu.convert %x : tensor<4xf32> -> tensor<4xf64>
 
-    Allowed: fN -> fM, fN -> complex<fM>, complex<fN> -> complex<fM>, i1 -> float or
-    complex, and any type to itself. complex -> real is `tidu.real`.
+    Allowed: fN -> fM, fN -> complex<fM>, complex<fN> -> complex<fM>, i1 or an integer
+    -> float, complex or integer, float -> integer (towards zero, saturating), and any
+    type to itself. complex -> real is `tidu.real`; nothing converts to i1 (a compare
+    does).
     """
 
     name = "tidu.convert"
-    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ANY
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ALL
 
     def __init__(self, operand: SSAValue | Operation, result_type: Attribute) -> None:
         self.init_elementwise_([operand], result_types=[result_type])
@@ -449,7 +467,7 @@ class ConvertOp(UnaryElementwiseOperation):
             raise VerifyException(
                 f"{self.name} converts {source} to i1, but only compares produce i1 values."
             )
-        if is_complex_element(source) and is_real_element(target):
+        if is_complex_element(source) and not is_complex_element(target):
             raise VerifyException(
                 f"{self.name} converts {source} to the real type {target}, which drops the "
                 "imaginary part; use tidu.real for that."

@@ -165,8 +165,8 @@ class _WindowOperation(IRDLOperation):
         raise NotImplementedError
 
     def verify_(self) -> None:
-        source = verify_tensor(self, "operand", self.operand.type, ElementKind.NUMERIC)
-        target = verify_tensor(self, "result", self.result.type, ElementKind.NUMERIC)
+        source = verify_tensor(self, "operand", self.operand.type, ElementKind.ALL)
+        target = verify_tensor(self, "result", self.result.type, ElementKind.ALL)
         verify_same_element_type(self, "result", target, "the operand", source)
         small, big = self.small_and_big()
         verify_window(
@@ -327,7 +327,7 @@ class ConcatenateOp(IRDLOperation):
     def verify_(self) -> None:
         if not self.inputs:
             raise VerifyException(f"{self.name} needs at least one operand.")
-        target = verify_tensor(self, "result", self.result.type, ElementKind.NUMERIC)
+        target = verify_tensor(self, "result", self.result.type, ElementKind.ALL)
         shape = target.get_shape()
         axis = self.axis_value
         if not 0 <= axis < len(shape):
@@ -336,7 +336,7 @@ class ConcatenateOp(IRDLOperation):
             )
         total = 0
         for index, value in enumerate(self.inputs):
-            source = verify_tensor(self, f"operand {index}", value.type, ElementKind.NUMERIC)
+            source = verify_tensor(self, f"operand {index}", value.type, ElementKind.ALL)
             verify_same_element_type(self, f"operand {index}", source, "the result", target)
             piece = source.get_shape()
             if len(piece) != len(shape) or any(
@@ -391,8 +391,8 @@ class _IndexedOperation(IRDLOperation):
         return [*big[:axis], *index, *big[axis + count :]]
 
     def verify_(self) -> None:
-        data = verify_tensor(self, "data", self.data.type, ElementKind.NUMERIC)
-        result = verify_tensor(self, "result", self.result.type, ElementKind.NUMERIC)
+        data = verify_tensor(self, "data", self.data.type, ElementKind.ALL)
+        result = verify_tensor(self, "result", self.result.type, ElementKind.ALL)
         verify_same_element_type(self, "result", result, "the data", data)
         if not self.indices:
             raise VerifyException(f"{self.name} needs at least one index operand.")

@@ -215,7 +215,7 @@ class KernelOp(IRDLOperation):
             tensor = verify_tensor(self, f"operand {index}", value.type, ElementKind.ALL)
             self._verify_map("operand", index, tensor, domain)
         for index, value in enumerate(self.outputs):
-            tensor = verify_tensor(self, f"result {index}", value.type, ElementKind.ANY)
+            tensor = verify_tensor(self, f"result {index}", value.type, ElementKind.ALL)
             self._verify_map("result", index, tensor, domain)
             self._verify_reduction(index, tensor)
         self._verify_body()
@@ -254,7 +254,7 @@ class KernelOp(IRDLOperation):
                 f"{', '.join(COMBINERS)}."
             )
         if combiner != "add":
-            kind = ElementKind.ORDERED if combiner in ("max", "min") else ElementKind.NUMERIC
+            kind = ElementKind.ORDERED if combiner in ("max", "min") else ElementKind.ARITHMETIC
             if not reduced or not all(i.is_affine for i in self.result_indices(index)):
                 raise VerifyException(
                     f"{self.name} result {index} is combined by {combiner}, so it must be "
@@ -267,7 +267,7 @@ class KernelOp(IRDLOperation):
                     f"type {element} is not {kind.value}."
                 )
             return
-        if self.accumulates(index) and not ElementKind.NUMERIC.accepts(element):
+        if self.accumulates(index) and not ElementKind.ARITHMETIC.accepts(element):
             what = f"sums over iteration dimensions {_listed(reduced)}" if reduced else (
                 "accumulates (it is written through an operand's indices)")
             raise VerifyException(

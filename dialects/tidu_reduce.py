@@ -48,7 +48,7 @@ class ReduceOperation(ShapeOperation):
 
     traits = traits_def(Pure())
     COMBINER: ClassVar[str] = "add"
-    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.NUMERIC
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ARITHMETIC
 
     assembly_format = (
         "$operand `,` `axes` `=` $axes attr-dict `:` type($operand) `->` type($result)"

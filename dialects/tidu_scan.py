@@ -37,7 +37,7 @@ class _ScanOperation(IRDLOperation):
     """Operands of one shape, one result of that shape, along `axis`."""
 
     OPERANDS: ClassVar[int] = 1
-    RESULT_KIND: ClassVar[ElementKind] = ElementKind.NUMERIC
+    RESULT_KIND: ClassVar[ElementKind] = ElementKind.ALL
 
     inputs = var_operand_def()
     result = result_def()
@@ -74,7 +74,7 @@ class _ScanOperation(IRDLOperation):
             raise VerifyException(
                 f"{self.name} takes {self.OPERANDS} operand(s), got {len(self.inputs)}."
             )
-        first = verify_tensor(self, "operand 0", self.inputs[0].type, ElementKind.NUMERIC)
+        first = verify_tensor(self, "operand 0", self.inputs[0].type, ElementKind.ALL)
         for i, value in enumerate(self.inputs):
             if value.type != first:
                 raise VerifyException(f"{self.name} operand {i} must have the type {first}.")

@@ -82,7 +82,7 @@ class ShapeOperation(IRDLOperation):
     operand = operand_def()
     result = result_def()
 
-    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ANY
+    ELEMENT_KIND: ClassVar[ElementKind] = ElementKind.ALL
 
     def init_shape_(
         self,

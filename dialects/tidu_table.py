@@ -7,7 +7,7 @@ Every primitive `P` with mnemonic `m` has exactly one dialect op named `tidu.m`:
   `tidu.broadcast_in_dim`, ...);
 * otherwise, for an elementwise primitive without parameters, an op generated here
   from the primitive: a subclass of the unary or binary elementwise family with the
-  primitive's name, element kind (real for ops on f32/f64 only) and commutativity, and
+  primitive's name, element kind (``element_kind`` of its dtypes) and commutativity, and
   a docstring made from the primitive's. For ``ops.Exp`` that is, as if written::
 
       @irdl_op_definition
@@ -27,13 +27,14 @@ tables by primitive class (`SCALAR_LOWERINGS[ops.Exp]`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from xdsl.irdl import IRDLOperation, irdl_op_definition, traits_def
 from xdsl.traits import Commutative, Pure
 
-from tidu_compile.ops import FLOAT_DTYPES, OP_TABLE, Elementwise, TensorOp
+from tidu_compile.ops import COMPLEX_DTYPES, OP_TABLE, Elementwise, TensorOp
+from tidu_compile.ops.base import INTEGER_DTYPES
 
 from .tidu_base import ElementKind
 from .tidu_elementwise import BinaryElementwiseOperation, UnaryElementwiseOperation
@@ -47,8 +48,7 @@ def _generated_op(primitive: type[TensorOp]) -> type[IRDLOperation]:
     else:
         base, example = BinaryElementwiseOperation, "%z = tidu.{m} %x, %y : tensor<4xf64>"
     summary = (primitive.__doc__ or primitive.__name__).strip().splitlines()[0]
-    real_only = tuple(primitive.allowed_dtypes) == FLOAT_DTYPES  # type: ignore[attr-defined]
-    kind = ElementKind.REAL if real_only else ElementKind.NUMERIC
+    kind = element_kind(primitive.allowed_dtypes)  # type: ignore[attr-defined]
     traits = [Pure(), Commutative()] if primitive.commutative else [Pure()]
     namespace = {
         "name": f"tidu.{primitive.mnemonic}",
@@ -60,6 +60,19 @@ def _generated_op(primitive: type[TensorOp]) -> type[IRDLOperation]:
         "traits": traits_def(*traits),
     }
     return irdl_op_definition(type(f"{primitive.__name__}Op", (base,), namespace))
+
+
+def element_kind(dtypes: Sequence[str]) -> ElementKind:
+    """The element kind of an op whose primitive allows ``dtypes``: real only, ordered
+    (reals, integers, bool), numeric (reals and complex), arithmetic (numeric and
+    integers) or all of them (and bool)."""
+    integers = any(d in INTEGER_DTYPES for d in dtypes)
+    complex_ = any(d in COMPLEX_DTYPES for d in dtypes)
+    if integers and complex_:
+        return ElementKind.ALL if "bool" in dtypes else ElementKind.ARITHMETIC
+    if integers:
+        return ElementKind.ORDERED
+    return ElementKind.NUMERIC if complex_ else ElementKind.REAL
 
 
 def _generatable(primitive: type[TensorOp]) -> bool:

@@ -18,17 +18,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr, i1
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 Emit = Callable[[Operation], Operation]
 """Insert an op at the current position of the loop body and return it."""
 
 
-def constant(emit: Emit, value: float, type_: Attribute) -> SSAValue:
-    """An ``arith.constant`` of a float or i1 type."""
-    if type_ == i1:
-        return emit(arith.ConstantOp(IntegerAttr(int(value), i1))).results[0]
+def constant(emit: Emit, value: float | int, type_: Attribute) -> SSAValue:
+    """An ``arith.constant`` of a float, integer or i1 type (an integer ``value`` is
+    exact: pass ``int`` values beyond 2**53)."""
+    if isinstance(type_, IntegerType):
+        return emit(arith.ConstantOp(IntegerAttr(int(value), type_))).results[0]
     assert isinstance(type_, AnyFloat)
     return emit(arith.ConstantOp(FloatAttr(value, type_))).results[0]
 

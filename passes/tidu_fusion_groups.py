@@ -1,6 +1,6 @@
 """Steps 1 and 2 of ``tidu-fuse-elementwise``: which ops fuse, and into which group.
 
-``is_fusible`` is the one predicate on types (f32, f64, i1, and, when asked for,
+``is_fusible`` is the one predicate on types (f32, f64, i1, i8..i64, and, when asked for,
 complex values of ops with a complex lowering); ``fusion_kind`` says how a fusible
 op joins a kernel; ``Grouper`` assigns the fusible ops of one block, in program
 order, to ``Group``s, keeping the graph of groups and unfused ops acyclic. See the
@@ -16,6 +16,7 @@ from tidu_compile.dialects.tidu_base import (
     ElementwiseOperation,
     element_type,
     is_complex_element,
+    is_integer_element,
     is_real_element,
 )
 from xdsl.dialects.builtin import TensorType, i1
@@ -28,7 +29,8 @@ from .tidu_scalar_lowering import scalar_lowering
 
 def is_fusible(op: Operation, complex_kernels: bool = False) -> bool:
     """THE predicate: whether ``op`` may compute inside a kernel. An elementwise op needs
-    a lowering row for its element types (``SCALAR_LOWERINGS`` for f32, f64 and i1;
+    a lowering row for its element types (``SCALAR_LOWERINGS`` for f32, f64, integers
+    and i1;
     ``COMPLEX_LOWERINGS`` for complex values, and only with ``complex_kernels``), so a
     kernel never holds an op that ``tidu-lower-to-loops`` cannot lower; views and embeds
     (broadcasts, slices, concatenations, reductions, pads: ``tidu_fusion_access``) join
@@ -39,7 +41,10 @@ def is_fusible(op: Operation, complex_kernels: bool = False) -> bool:
     if isinstance(op, INDEXED_OPS):  # integer index tensors: only the data's types count
         types = [op.operands[0].type, op.results[0].type]
     elements = [element_type(t) for t in types]
-    if not all(is_real_element(e) or e == i1 or is_complex_element(e) for e in elements):
+    if not all(
+        is_real_element(e) or e == i1 or is_integer_element(e) or is_complex_element(e)
+        for e in elements
+    ):
         return False
     if any(is_complex_element(e) for e in elements):
         return complex_kernels and (

@@ -2,12 +2,15 @@
 it takes each element (``KernelOp.result_combiner``).
 
 ==========  ==================  ===================================================
-combiner    identity            step (f32/f64; i1; complex as (re, im) pairs)
+combiner    identity            step (f32/f64; integers; i1; complex as (re, im))
 ==========  ==================  ===================================================
-add         0; (0, 0)           ``arith.addf`` with ``fastmath<reassoc>``, per part
-max         -inf; false         ``arith.maximumf`` (NaN-propagating); ``arith.ori``
-min         +inf; true          ``arith.minimumf`` (NaN-propagating); ``arith.andi``
-mul         1; (1, 0)           ``arith.mulf``; the complex product
+add         0; (0, 0)           ``arith.addf`` with ``fastmath<reassoc>``, per part;
+                                ``arith.addi`` (wrapping, exact in any order)
+max         -inf; INT_MIN;      ``arith.maximumf`` (NaN-propagating); ``maxsi``;
+            false               ``arith.ori``
+min         +inf; INT_MAX; true ``arith.minimumf`` (NaN-propagating); ``minsi``;
+                                ``arith.andi``
+mul         1; (1, 0)           ``arith.mulf``; ``muli``; the complex product
 ==========  ==================  ===================================================
 
 The reassociation flag lets LLVM keep vector partial sums; max and min are exact in any
@@ -25,7 +28,7 @@ from __future__ import annotations
 from tidu_compile.dialects.tidu_kernel import KernelOp
 from xdsl.dialects import arith
 from xdsl.dialects.arith import FastMathFlagsAttr
-from xdsl.dialects.builtin import i1
+from xdsl.dialects.builtin import IntegerType, i1
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -41,9 +44,14 @@ REASSOC = FastMathFlagsAttr([FastMathFlag.REASSOC])
 _PASS = "tidu-lower-to-loops"
 
 
-def identity(combiner: str, part_type: Attribute, parts: int) -> tuple[float, ...]:
+def identity(combiner: str, part_type: Attribute, parts: int) -> tuple[float | int, ...]:
     """The starting value of a result combined by ``combiner``, one number per part
     (``parts`` is 2 for a complex result, whose parts have ``part_type``)."""
+    if isinstance(part_type, IntegerType) and part_type != i1 and parts == 1:
+        bits = part_type.bitwidth
+        start = {"add": 0, "mul": 1, "max": -(1 << (bits - 1)), "min": (1 << (bits - 1)) - 1}
+        if combiner in start:
+            return (start[combiner],)
     if combiner == "add":
         return (0.0,) * parts
     if combiner == "mul":
@@ -58,6 +66,8 @@ def identity(combiner: str, part_type: Attribute, parts: int) -> tuple[float, ..
 
 def combine(emit: Emit, combiner: str, old: Scalar, new: Scalar) -> Scalar:
     """``old (combiner) new`` on a lowered element (one part, or two for complex)."""
+    if isinstance(old[0].type, IntegerType) and old[0].type != i1 and combiner in _INTEGER:
+        return (emit(_INTEGER[combiner](old[0], new[0])).results[0],)
     if combiner == "add":
         return tuple(emit(arith.AddfOp(a, b, REASSOC)).results[0]
                      for a, b in zip(old, new, strict=True))  # fmt: skip
@@ -67,6 +77,12 @@ def combine(emit: Emit, combiner: str, old: Scalar, new: Scalar) -> Scalar:
         return (emit(arith.MulfOp(old[0], new[0])).results[0],)
     (a,), (b,) = old, new
     return (_extremum(emit, combiner, a, b),)
+
+
+#: The combiners' ops on integers (signed, as numpy's).
+_INTEGER: dict[str, type[arith.SignlessIntegerBinaryOperation]] = {
+    "add": arith.AddiOp, "mul": arith.MuliOp, "max": arith.MaxSIOp, "min": arith.MinSIOp,
+}  # fmt: skip
 
 
 def _extremum(emit: Emit, combiner: str, a: SSAValue, b: SSAValue) -> SSAValue:

@@ -35,6 +35,8 @@ sigmoid    r = 1 / (1 + e), e = exp(-a): r for x >= 0, e r below
 sign       1, -1, +0, NaN by selects; abs, floor, ceil, rint, trunc: math ops
 mod        r = fmod(x, y); r + y where r != 0 has the other sign than y; +-0 with the
            sign of y (numpy's ``npy_divmod``)
+floor_     q = (x - r) / y, minus 1 where r moved; floor(q), plus 1 where q - floor(q)
+divide     > 1/2; copysign(0, x / y) where q = 0; x / y where y = 0 (``npy_divmod``)
 ========== ==========================================================================
 
 The cases (a < 1, a < 22, ...) are all computed and chosen by selects: no branch.
@@ -242,6 +244,21 @@ def mod_of(f: Scalars, x: SSAValue, y: SSAValue) -> SSAValue:
     return f.where(r, "oeq", zero, f.copysign(zero, y), value)
 
 
+def floor_divide_of(f: Scalars, x: SSAValue, y: SSAValue) -> SSAValue:
+    """numpy's ``npy_divmod`` quotient, step by step (its ``if (mod)`` and ``if (div)``
+    are true for NaN: ``une 0``)."""
+    r = f.emit(llvm.FRemOp(x, y)).results[0]
+    zero, one = f.const(0.0), f.const(1.0)
+    quotient = f.div(f.sub(x, r), y)
+    moved = f.both(f.cmp(r, "une", zero), f.differ(f.cmp(y, "olt", zero), f.cmp(r, "olt", zero)))
+    quotient = f.select(moved, f.sub(quotient, one), quotient)
+    floor = f.math(math.FloorOp, quotient)
+    floor = f.where(f.sub(quotient, floor), "ogt", f.const(0.5), f.add(floor, one), floor)
+    ratio = f.div(x, y)
+    value = f.where(quotient, "une", zero, floor, f.copysign(zero, ratio))
+    return f.where(y, "oeq", zero, ratio, value)
+
+
 # --------------------------------------------------------------- the rows
 
 
@@ -320,6 +337,7 @@ MATH_LOWERINGS: dict[type[TensorOp], ScalarLowering] = {
     ops.Fmax: lambda op, args, emit: emit(arith.MaxnumfOp(args[0], args[1])).results,
     ops.Fmin: lambda op, args, emit: emit(arith.MinnumfOp(args[0], args[1])).results,
     ops.Mod: _binary(mod_of),
+    ops.FloorDivide: _binary(floor_divide_of),
     ops.Sigmoid: _unary(sigmoid_of),
     ops.Relu: _unary(lambda f, x: f.maximum(x, f.const(0.0))),
     ops.Erf: _math(math.ErfOp),
@@ -335,6 +353,7 @@ __all__ = [
     "cosh_of",
     "exp2_of",
     "expm1_parts",
+    "floor_divide_of",
     "hypot_of",
     "log1p_of",
     "mod_of",

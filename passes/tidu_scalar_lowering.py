@@ -1,14 +1,17 @@
 """The scalar half of ``tidu-lower-to-loops``: one table from tidu op to arith/math.
 
 Inside a ``tidu.kernel`` body the tidu ops compute on element scalars (f32, f64,
-i1). ``SCALAR_LOWERINGS`` maps each primitive class (the op table's key, see
+i1, i8..i64). ``SCALAR_LOWERINGS`` maps each primitive class (the op table's key, see
 ``tidu_compile.ops``) to a builder that receives the dialect op, its operands already
 lowered, and an ``emit`` callback that inserts one standard op at the current position
 and returns it; the builder returns the lowered results. This row is all the compiler
 needs of a new elementwise op: ``tidu-fuse-elementwise`` admits exactly the ops with a
-row (``is_fusible``). A tidu op without a row, or with complex scalars, raises
-``LoweringError``. The rows of the math functions (log1p, sinh, hypot, mod, ...) are in
-``tidu_math_lowering``, merged here.
+row for their types (``is_fusible``). A tidu op without a row, or with complex scalars,
+raises ``LoweringError``. The rows of the math functions (log1p, sinh, hypot, mod, ...)
+are in ``tidu_math_lowering``, merged here; an op whose key operand is an integer or i1
+takes its row from ``tidu_integer_lowering`` (``INTEGER_LOWERINGS``, ``BOOL_LOWERINGS``)
+or, for the ops of every element type, ``TYPE_GENERIC`` (select, convert, full_like,
+constant).
 
     %p = tidu.mul %a, %b : f64          %p = arith.mulf %a, %b : f64
     %e = tidu.exp %p : f64        ->    %e = math.exp %p : f64
@@ -29,16 +32,17 @@ from collections.abc import Callable, Sequence
 from tidu_compile.dialects import tidu_constant
 from tidu_compile.dialects import tidu_elementwise as ew
 from tidu_compile.dialects.tidu import primitive_class
-from tidu_compile.dialects.tidu_base import is_complex_element
+from tidu_compile.dialects.tidu_base import element_type, is_complex_element, is_integer_element
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import AnyFloat, i1
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import AnyFloat, IntegerType, i1
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from tidu_compile import ops
 from tidu_compile.ops import TensorOp
 
 from .errors import LoweringError
 from .scalar_emit import Emit, constant
+from .tidu_integer_lowering import BOOL_LOWERINGS, INTEGER_LOWERINGS
 from .tidu_math_lowering import MATH_LOWERINGS
 
 ScalarLowering = Callable[[Operation, Sequence[SSAValue], Emit], Sequence[SSAValue]]
@@ -141,16 +145,52 @@ def _constant(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[S
 
 
 def _convert(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
+    """numpy's ``astype``: i1 is 0 or 1 (zero-extended), integers are sign-extended or
+    truncated (wrapping), to a float rounded (``sitofp``), from a float towards zero
+    (``_float_to_integer``)."""
     source, target = args[0].type, op.results[0].type
     if source == target:
         return [args[0]]
+    if isinstance(target, IntegerType) and isinstance(source, AnyFloat):
+        return [_float_to_integer(args[0], target, emit)]
+    if isinstance(target, IntegerType):
+        return emit(_to_integer(source, target)(args[0], target)).results
     assert isinstance(target, AnyFloat)
     if source == i1:
         return emit(arith.UIToFPOp(args[0], target)).results
+    if isinstance(source, IntegerType):
+        return emit(arith.SIToFPOp(args[0], target)).results
     assert isinstance(source, AnyFloat)
     if target.bitwidth > source.bitwidth:
         return emit(arith.ExtFOp(args[0], target)).results
     return emit(arith.TruncFOp(args[0], target)).results
+
+
+def _float_to_integer(x: SSAValue, target: IntegerType, emit: Emit) -> SSAValue:
+    """``x`` towards zero as numpy's C cast on x86-64 gives it: through i32 for i8 and i16
+    (then wrapped), and the most negative value where ``x`` is NaN or out of range
+    (numpy warns there: C leaves it undefined, x86's ``cvttsd2si`` gives that value)."""
+    wide = target if target.bitwidth >= 32 else IntegerType(32)
+    half = float(2 ** (wide.bitwidth - 1))
+    value = emit(arith.FPToSIOp(x, wide)).results[0]
+    low = emit(arith.CmpfOp(x, constant(emit, -half, x.type), "oge")).results[0]
+    high = emit(arith.CmpfOp(x, constant(emit, half, x.type), "olt")).results[0]
+    inside = emit(arith.AndIOp(low, high)).results[0]
+    lowest = constant(emit, -(2 ** (wide.bitwidth - 1)), wide)
+    value = emit(arith.SelectOp(inside, value, lowest)).results[0]
+    return value if wide == target else emit(arith.TruncIOp(value, target)).results[0]
+
+
+def _to_integer(
+    source: Attribute, target: IntegerType
+) -> type[arith.ExtUIOp | arith.ExtSIOp | arith.TruncIOp]:
+    """The ``arith`` cast from the integer or i1 ``source`` to the integer ``target``."""
+    assert isinstance(source, IntegerType)
+    if source == i1:
+        return arith.ExtUIOp
+    if source.bitwidth < target.bitwidth:
+        return arith.ExtSIOp
+    return arith.TruncIOp
 
 
 def _sincos(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
@@ -185,15 +225,41 @@ SCALAR_LOWERINGS: dict[type[TensorOp], ScalarLowering] = {
     ops.Convert: _convert,
     **MATH_LOWERINGS,
 }
-"""Primitive class -> builder of its dialect op's arith/math equivalent on real (or i1)
-scalars: the one lowering row an elementwise op needs (the math functions' rows are in
-``tidu_math_lowering``)."""
+"""Primitive class -> builder of its dialect op's arith/math equivalent on real scalars:
+the one lowering row an elementwise op needs (the math functions' rows are in
+``tidu_math_lowering``, the integer and i1 ones in ``tidu_integer_lowering``)."""
+
+TYPE_GENERIC: dict[type[TensorOp], ScalarLowering] = {
+    ops.Select: _select,
+    ops.FullLike: _full_like,
+    ops.Constant: _constant,
+    ops.Convert: _convert,
+}
+"""The rows of the ops of every element type, which the integer and i1 tables share."""
+
+_EXACT_LOWERINGS = {**INTEGER_LOWERINGS, **TYPE_GENERIC}
+_BOOL_LOWERINGS = {**BOOL_LOWERINGS, **TYPE_GENERIC}
+
+
+def _key_element(op: Operation) -> Attribute:
+    """The element type that picks the row: the key operand's (``tidu.select``: its
+    values; ``tidu.convert``: its source), or the result's for ops without operands."""
+    if not op.operands:
+        return element_type(op.results[0].type)
+    return element_type(op.operands[getattr(op, "KEY_OPERAND", 0)].type)
 
 
 def scalar_lowering(op: Operation) -> ScalarLowering | None:
-    """The rule lowering ``op`` on real or i1 scalars inside a kernel, or None."""
+    """The rule lowering ``op`` on real, integer or i1 scalars inside a kernel, or None."""
     primitive = primitive_class(type(op))
-    return None if primitive is None else SCALAR_LOWERINGS.get(primitive)
+    if primitive is None:
+        return None
+    key = _key_element(op)
+    if is_integer_element(key):
+        return _EXACT_LOWERINGS.get(primitive)
+    if key == i1:
+        return _BOOL_LOWERINGS.get(primitive)
+    return SCALAR_LOWERINGS.get(primitive)
 
 
 def lower_scalar_op(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
@@ -216,6 +282,7 @@ __all__ = [
     "COMPARE_PREDICATES",
     "MAX_INTEGER_EXPONENT",
     "SCALAR_LOWERINGS",
+    "TYPE_GENERIC",
     "Emit",
     "ScalarLowering",
     "constant",

@@ -265,7 +265,7 @@ KERNEL_FAILURES = [
     tidu.yield %a0 : complex<f64>
   } : tensor<complex<f64>>""",
         "tidu.kernel result 0 is combined by min, but its element type complex<f64> is not f32, "
-        "f64 or i1.",
+        "f64, i1, i8, i16, i32 or i64.",
     ),
     (
         """  %r = tidu.kernel ins(%m : tensor<4x8xi1>) domain [4, 8] maps [[0, 1]] -> [[0] mul] {
@@ -273,7 +273,7 @@ KERNEL_FAILURES = [
     tidu.yield %a0 : i1
   } : tensor<4xi1>""",
         "tidu.kernel result 0 is combined by mul, but its element type i1 is not f32, f64, "
-        "complex<f32> or complex<f64>.",
+        "complex<f32>, complex<f64>, i8, i16, i32 or i64.",
     ),
     (
         """  %r = tidu.kernel ins(%v : tensor<8xf64>) domain [8] maps [[0]] -> [[0]] {

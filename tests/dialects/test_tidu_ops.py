@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tidu_compile.dialects import tidu
 from tidu_compile.dialects.tidu import OP_OF_PRIMITIVE, Tidu
-from xdsl.dialects.builtin import ComplexType, TensorType, f32, f64, i1, i64
+from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType, f32, f64, i1, i64
 from xdsl.ir import Block
 from xdsl.irdl import IRDLOperation
 
@@ -221,9 +221,10 @@ def test_tensor_type_from_numpy_dtype() -> None:
     assert tidu.tensor_type((4, 8), "float64") == TensorType(f64, [4, 8])
     assert tidu.tensor_type((), "complex64") == TensorType(ComplexType(f32), [])
     assert tidu.tensor_type([3], "bool") == TensorType(i1, [3])
-    assert tidu.tensor_type([3], "int64") == TensorType(i64, [3])  # index tensors
-    with pytest.raises(ValueError, match="dtype 'int16' has no tidu element type"):
-        tidu.tensor_type((2,), "int16")
+    assert tidu.tensor_type([3], "int64") == TensorType(i64, [3])
+    assert tidu.tensor_type([3], "int16") == TensorType(IntegerType(16), [3])
+    with pytest.raises(ValueError, match="dtype 'uint8' has no tidu element type"):
+        tidu.tensor_type((2,), "uint8")
 
 
 def test_primitive_table_and_dialect() -> None:
@@ -250,9 +251,9 @@ FAILURES = [
         "tidu.exp operand 0 is tensor<?xf64>, which has a dynamic dimension",
     ),
     (
-        "%r = tidu.neg %i : tensor<4xi32> -> tensor<4xi32>",
-        "tidu.neg operand 0 is tensor<4xi32>, but it must be a ranked tensor with a static "
-        "shape or a scalar of f32, f64, complex<f32>, complex<f64> or i1.",
+        "%r = tidu.neg %m : tensor<4x8xi1> -> tensor<4x8xi1>",
+        "tidu.neg needs operand 0 to have element type f32, f64, complex<f32>, complex<f64>, "
+        "i8, i16, i32 or i64, but it has i1.",
     ),
     # shapes
     (
@@ -275,13 +276,14 @@ FAILURES = [
         "tidu.sub result 0 has element type f32, but f64 is expected",
     ),
     (
-        "%r = tidu.add %m, %m : tensor<4x8xi1>",
-        "tidu.add needs operand 0 to have element type f32, f64, complex<f32> or complex<f64>, "
-        "but it has i1.",
+        "%r = tidu.exp %i : tensor<4xi32>",
+        "tidu.exp needs operand 0 to have element type f32, f64, complex<f32> or complex<f64>, "
+        "but it has i32.",
     ),
     (
         "%r = tidu.maximum %z, %z : tensor<4xcomplex<f64>>",
-        "tidu.maximum needs operand 0 to have element type f32 or f64, but it has complex<f64>.",
+        "tidu.maximum needs operand 0 to have element type f32, f64, i1, i8, i16, i32 or i64, "
+        "but it has complex<f64>.",
     ),
     # compare
     (
@@ -344,8 +346,8 @@ FAILURES = [
         "tidu.constant result is tensor<?xf64>, which has a dynamic dimension",
     ),
     (
-        "%r = tidu.constant 1.0 : i32",
-        "tidu.constant result is i32, but it must be",
+        "%r = tidu.constant 1.5 : i32",
+        "tidu.constant has the value (1.5, 0.0), but its element type i32 holds integers.",
     ),
     # convert
     (
@@ -407,13 +409,14 @@ FAILURES = [
     ),
     (
         "%r = tidu.reduce_sum %m, axes = [0] : tensor<4x8xi1> -> tensor<8xi1>",
-        "tidu.reduce_sum operand has element type i1, but it must be f32, f64, complex<f32> "
-        "or complex<f64>.",
+        "tidu.reduce_sum operand has element type i1, but it must be f32, f64, complex<f32>, "
+        "complex<f64>, i8, i16, i32 or i64.",
     ),
     # reduce_max, reduce_min, reduce_prod, argmax, argmin
     (
         "%r = tidu.reduce_max %z, axes = [0] : tensor<4xcomplex<f64>> -> tensor<complex<f64>>",
-        "tidu.reduce_max operand has element type complex<f64>, but it must be f32, f64 or i1.",
+        "tidu.reduce_max operand has element type complex<f64>, but it must be f32, f64, i1, "
+        "i8, i16, i32 or i64.",
     ),
     (
         "%r = tidu.reduce_min %x, axes = [0] : tensor<4x8xf64> -> tensor<4xf64>",
@@ -421,8 +424,8 @@ FAILURES = [
     ),
     (
         "%r = tidu.reduce_prod %m, axes = [0] : tensor<4x8xi1> -> tensor<8xi1>",
-        "tidu.reduce_prod operand has element type i1, but it must be f32, f64, complex<f32> "
-        "or complex<f64>.",
+        "tidu.reduce_prod operand has element type i1, but it must be f32, f64, complex<f32>, "
+        "complex<f64>, i8, i16, i32 or i64.",
     ),
     (
         "%r = tidu.argmax %x, axis = 1 : tensor<4x8xf64> -> tensor<8xi64>",

@@ -17,7 +17,7 @@ import tidu_compile as tc
 from tidu_compile import ops
 from tidu_compile.eager import EagerKey, TangentKey
 from tidu_compile.frontend import fast_ops
-from tidu_compile.frontend.promotion import coerce
+from tidu_compile.frontend.elementwise import promoted
 from tidu_compile.frontend.tensor import Tensor, apply_op
 
 BINARY = [op for op in fast_ops.SPECS if op.input_count == 2]
@@ -54,7 +54,7 @@ def _same_node(fast: Tensor, general: Tensor) -> None:
 
 
 def _general(op: type[ops.TensorOp], *operands: Any) -> Tensor:
-    return apply_op(op(), coerce(*operands, float_only=True))[0]
+    return apply_op(op(), promoted(op, *operands))[0]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
@@ -107,8 +107,12 @@ def test_the_general_path_keeps_everything_else() -> None:
         assert fast_ops.binary(op, x, other) is None, other
         assert fast_ops.binary(op, other, x) is None, other
     integers = tc.tensor(np.arange(3))
-    assert fast_ops.binary(op, integers, integers) is None
-    assert fast_ops.unary(ops.Exp, integers) is None
+    assert fast_ops.unary(ops.Exp, integers) is None  # computes in float64: promoted
+    assert fast_ops.binary(op, integers, 2.5) is None  # float64 result: promoted
+    product = fast_ops.binary(op, integers, integers)  # exact, of their dtype: fast
+    assert product is not None and product.dtype == np.int64
+    big = fast_ops.binary(ops.Add, tc.tensor(np.array([2**53])), 1)
+    assert big is not None and big.numpy()[0] == 2**53 + 1
 
     @tc.function
     def traced(a: tc.Tensor) -> tc.Tensor:

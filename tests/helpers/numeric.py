@@ -52,6 +52,8 @@ def random_array(
     name = np.dtype(dtype).name
     if kind == "bool" or name == "bool":
         return rng.random(shape) < 0.5
+    if np.dtype(dtype).kind in "iu":  # integers: small ones of both signs (signed)
+        return _random_integers(rng, shape, np.dtype(dtype), kind)
     complex_ = name.startswith("complex")
     if kind in ("normal", "real"):
         data = rng.standard_normal(shape)
@@ -75,6 +77,17 @@ def random_array(
     else:
         raise ValueError(f"kind: unknown {kind!r}")
     return np.asarray(data).astype(name)
+
+
+def _random_integers(
+    rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, kind: str
+) -> np.ndarray:
+    """Integers in -20..20 (0..40 unsigned); ``positive`` and ``nonzero`` exclude 0."""
+    low = 0 if dtype.kind == "u" else -20
+    data = rng.integers(low, low + 41, shape)
+    if kind in ("positive", "nonzero", "above_one"):
+        data = np.where(data == 0, 1, np.abs(data) if kind != "nonzero" else data)
+    return data.astype(dtype)
 
 
 def real_inner(a: np.ndarray, b: np.ndarray) -> float:

@@ -187,7 +187,7 @@ ADJOINT_PARAMS = [
     for c in CASES
     for slots in _slot_choices(c)
     for executor in _executors_for(c)
-    if executor == "reference" or c.differentiable
+    if not c.exact and (executor == "reference" or c.differentiable)
 ]
 
 

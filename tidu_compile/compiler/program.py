@@ -30,7 +30,7 @@ from typing import Any
 from tidu_compile.ad import LinearizedGraph, linear_transpose
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.graph import Local, ProducedDef, ValueKey, resolve
-from tidu_compile.ops.base import TensorType
+from tidu_compile.ops.base import UNSIGNED_DTYPES, TensorType
 
 __all__ = [
     "ArgSource", "Instr", "MissingSavedValue", "NodeProgram", "UnsupportedNode", "build_program",
@@ -321,8 +321,13 @@ def node_program(
 
 def compilable(program: NodeProgram) -> NodeProgram:
     """``program`` with its zero-size values folded out (``compiler.empty``): xDSL cannot
-    lower zero-size memrefs, and an op on nothing has nothing to compute."""
+    lower zero-size memrefs, and an op on nothing has nothing to compute. A program of
+    unsigned integers is ``UnsupportedNode`` (the tidu dialect's integers are signed)."""
     from tidu_compile.compiler.empty import fold_empty_values
+
+    unsigned = sorted({t.dtype for t in program.types if t.dtype in UNSIGNED_DTYPES})
+    if unsigned:
+        raise UnsupportedNode(f"values of {', '.join(unsigned)} are not compiled")
 
     return fold_empty_values(program)
 

@@ -26,7 +26,7 @@ from tidu_compile import ops
 from tidu_compile.frontend.gather import gather, take_along_axis
 from tidu_compile.frontend.indexing import window
 from tidu_compile.frontend.joining import concatenate
-from tidu_compile.frontend.promotion import broadcast_to, tracked, unary_input
+from tidu_compile.frontend.promotion import accumulated, broadcast_to, tracked, unary_input
 from tidu_compile.frontend.shapes import reshape, transpose
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
 
@@ -118,8 +118,9 @@ def sort(a: Any, axis: Any = -1) -> Tensor:
 
 
 def cumsum(a: Any, axis: Any = None) -> Tensor:
-    """Cumulative sum along ``axis`` (None: of the flattened array)."""
-    x = unary_input(a)
+    """Cumulative sum along ``axis`` (None: of the flattened array); integers and bool
+    exactly, in numpy's dtypes (as ``sum``)."""
+    x = accumulated(a)
     if axis is None:
         x, axis = reshape(x, (x.size,)), 0
     if x.ndim == 0:
@@ -129,8 +130,8 @@ def cumsum(a: Any, axis: Any = None) -> Tensor:
 
 def cumprod(a: Any, axis: Any = None) -> Tensor:
     """Cumulative product along ``axis`` (None: of the flattened array); exact
-    gradients where the array has zeros."""
-    x = unary_input(a)
+    gradients where the array has zeros. Integers and bool exactly, as ``cumsum``."""
+    x = accumulated(a)
     if axis is None:
         x, axis = reshape(x, (x.size,)), 0
     if x.ndim == 0:

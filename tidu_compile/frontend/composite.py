@@ -189,8 +189,9 @@ def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list
     # The outputs too, as for one-op nodes: ``backward`` checks a seed against them.
     retained.update(zip(traced.recorded.output_keys, outputs, strict=True))
     recorded = RECORDER.record_graph(traced.recorded, eager_inputs, outputs, retained)
-    return [
+    return [  # integer and bool outputs carry no gradient
         Tensor(np.array(o, copy=False), r.requires_grad, r.key, r.trace)
+        if np.asarray(o).dtype.kind in "fc" else Tensor(np.array(o, copy=True))
         for o, r in zip(outputs, recorded, strict=True)
     ]
 

@@ -16,7 +16,8 @@ angle          ``arctan2(Im z, Re z)`` (in degrees with ``deg=True``)
 sinc           ``sin(y) / y``, ``y = pi * where(x == 0, 1e-20, x)`` (numpy's)
 =============  ===============================================================
 
-Like numpy's, they take tensors, arrays or numbers; integer inputs become float64.
+Like numpy's, they take tensors, arrays or numbers; integer inputs stay integers for
+``abs``, ``sign``, ``clip``, ``square`` and ``round``, and become float64 elsewhere.
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.frontend.elementwise import binary, compare, imag, real, where
-from tidu_compile.frontend.promotion import unary_input
-from tidu_compile.frontend.tensor import Tensor, apply1
+from tidu_compile.frontend.promotion import astype, unary_input
+from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
 
 
 def absolute(x: Any) -> Tensor:
     """``|x|`` elementwise; a complex ``x`` gives its real modulus. ``abs'(0) = 0``."""
-    x = unary_input(x)
+    x = unary_input(x, ops.Abs)
     if x.dtype.kind == "c":
         return binary(ops.Hypot, real(x), imag(x))
     return apply1(ops.Abs(), x)
@@ -45,7 +46,7 @@ abs = absolute  # noqa: A001 - numpy's name
 def sign(x: Any) -> Tensor:
     """-1, 0 or 1 by the sign of ``x`` (not differentiable); for complex ``x``,
     ``x / |x|`` (0 at 0), which is."""
-    x = unary_input(x)
+    x = unary_input(x, ops.Sign)
     if x.dtype.kind != "c":
         return apply1(ops.Sign(), x)
     modulus = absolute(x)
@@ -56,7 +57,7 @@ def sign(x: Any) -> Tensor:
 def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Tensor:
     """``x`` limited to ``[a_min, a_max]`` (either may be None; bounds broadcast and may
     be tensors). At a bound the tangent is shared with the bound, as for ``maximum``."""
-    result = unary_input(x)
+    result = as_tensor(x)
     if result.dtype.kind == "c":
         raise TypeError("clip: complex values are not ordered")
     if a_min is not None:
@@ -67,8 +68,9 @@ def clip(x: Any, a_min: Any = None, a_max: Any = None) -> Tensor:
 
 
 def square(x: Any) -> Tensor:
-    """``x * x``."""
-    x = unary_input(x)
+    """``x * x`` (bool: int8, as numpy)."""
+    x = as_tensor(x)
+    x = astype(x, np.int8) if x.dtype == np.bool_ else x
     return binary(ops.Mul, x, x)
 
 
@@ -79,7 +81,10 @@ def reciprocal(x: Any) -> Tensor:
 
 def round(x: Any, decimals: int = 0) -> Tensor:  # noqa: A001 - numpy's name
     """``x`` rounded to ``decimals`` decimals, halves to even (numpy's ``round``); not
-    differentiable."""
+    differentiable. Integers with ``decimals >= 0`` are themselves (numpy's)."""
+    x = as_tensor(x)
+    if x.dtype.kind in "iu" and decimals >= 0:
+        return x
     x = unary_input(x)
     if x.dtype.kind == "c":
         raise TypeError("round: complex values are not supported")

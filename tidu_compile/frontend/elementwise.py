@@ -1,13 +1,15 @@
 """Elementwise frontend functions: generated from the op table, plus the special ones.
 
 Every elementwise primitive with ``numpy_names`` gets its functions here, made from
-the table (``ops.OP_TABLE``): a unary op takes anything array-like (ints become
-float64, as in numpy), a binary op promotes and broadcasts its operands with numpy's
-rules. ``exp = unary_function(ops.Exp)`` is, as if written::
+the table (``ops.OP_TABLE``): a unary op takes anything array-like, a binary op
+promotes and broadcasts its operands with numpy's rules; both compute in the dtype the
+op has a loop for (``promotion.computes_in``: integers stay exact for ``negative``,
+``abs``, ``add``, ``floor_divide``... and become float64 for ``exp``, ``divide``...).
+``exp = unary_function(ops.Exp)`` is, as if written::
 
     def exp(x):
         \"\"\"``exp(x)``, elementwise (the primitive ``Exp``).\"\"\"
-        return apply1(ops.Exp(), unary_input(x))
+        return apply1(ops.Exp(), unary_input(x, ops.Exp))
 
 Functions with parameters or special rules (``power``, ``where``, ``compare``,
 ``conj``, ``real``, ``imag``, ``sincos``) are written below by hand; composites of
@@ -24,7 +26,14 @@ import numpy as np
 from tidu_compile import ops
 from tidu_compile.frontend import fast_ops
 from tidu_compile.frontend.fast_ops import SPECS
-from tidu_compile.frontend.promotion import broadcast_to, coerce, unary_input
+from tidu_compile.frontend.promotion import (
+    astype,
+    broadcast_to,
+    coerce,
+    computes_in,
+    keep,
+    unary_input,
+)
 from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor, apply1, apply_op, as_tensor
 from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp, Unary
@@ -40,14 +49,20 @@ def _summary(primitive: type[TensorOp]) -> str:
 def unary(primitive: type[TensorOp], x: Any) -> Tensor:
     """``primitive()`` applied to ``x`` as a float or complex tensor (``fast_ops`` first)."""
     fast = fast_ops.unary(primitive, x)
-    return fast if fast is not None else apply1(primitive(), unary_input(x))
+    return fast if fast is not None else apply1(primitive(), unary_input(x, primitive))
 
 
 def binary(primitive: type[TensorOp], a: Any, b: Any) -> Tensor:
     """``primitive()`` applied to ``a`` and ``b``, promoted and broadcast as numpy does
     (``fast_ops`` first)."""
     fast = fast_ops.binary(primitive, a, b)
-    return fast if fast is not None else apply1(primitive(), *coerce(a, b))
+    return fast if fast is not None else apply1(primitive(), *promoted(primitive, a, b))
+
+
+def promoted(primitive: type[TensorOp], a: Any, b: Any) -> list[Tensor]:
+    """``a`` and ``b`` promoted (numpy's rules) to the dtype ``primitive`` computes in,
+    and broadcast."""
+    return coerce(a, b, computes=lambda dtype: computes_in(primitive, dtype))
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -67,7 +82,7 @@ def unary_function(primitive: type[TensorOp], name: str) -> UnaryFunction:
     path made for it, else (and for ops it does not handle) the general one."""
 
     def general(x: Any) -> Tensor:
-        return apply1(primitive(), unary_input(x))
+        return apply1(primitive(), unary_input(x, primitive))
 
     function = fast_ops.fast_unary(primitive, general) if primitive in SPECS else general
     return _published(function, name, f"``{name}(x)``, elementwise as in numpy. The "
@@ -79,7 +94,7 @@ def binary_function(primitive: type[TensorOp], name: str) -> BinaryFunction:
     ``unary_function``."""
 
     def general(a: Any, b: Any) -> Tensor:
-        return apply1(primitive(), *coerce(a, b))
+        return apply1(primitive(), *promoted(primitive, a, b))
 
     function = fast_ops.fast_binary(primitive, general) if primitive in SPECS else general
     return _published(function, name, f"``{name}(a, b)``, elementwise with numpy's promotion "
@@ -116,17 +131,50 @@ globals().update(TABLE_FUNCTIONS)
 def power(x: Any, exponent: Any) -> Tensor:
     """``x ** exponent``, numpy's promotion and broadcasting. A constant real exponent (a
     Python or numpy number) is the op ``Pow`` (small integers become multiplications);
-    any other exponent (a tensor, an array, a complex number) is ``Power``, differentiable
-    in both operands (``2 ** x`` is ``power(2, x)``)."""
+    on integer or bool ``x`` an integer exponent keeps it exact (numpy's dtype; a
+    negative one is numpy's ``ValueError``). Any other exponent (a tensor, an array, a
+    complex number) is ``Power``, differentiable in both operands (``2 ** x`` is
+    ``power(2, x)``)."""
     real_number = isinstance(exponent, (int, float, np.integer, np.floating))
     if real_number and not isinstance(exponent, bool):
-        return apply1(ops.Pow(float(exponent)), unary_input(x))
+        base = as_tensor(x)
+        if base.dtype.kind in "biu" and isinstance(exponent, (int, np.integer)):
+            dtype = np.result_type(base.dtype, exponent)
+            if _out_of_range(base.dtype, exponent):  # numpy's error, before the sign's
+                raise OverflowError(f"Python integer {exponent} out of bounds for {base.dtype}")
+            if exponent < 0:
+                raise ValueError("power: integers to negative integer powers are not allowed")
+            if float(exponent) != exponent:  # beyond 2**53: an exact tensor exponent
+                return binary(ops.Power, base, exponent)
+            return apply1(ops.Pow(float(exponent)), astype(base, dtype))
+        return apply1(ops.Pow(float(exponent)), unary_input(base))
     return binary(ops.Power, x, exponent)
 
 
 def compare(direction: str, a: Any, b: Any) -> Tensor:
-    """``a <direction> b`` as a bool tensor (never differentiated)."""
-    return apply1(ops.Compare(direction), *coerce(a, b, float_only=False))
+    """``a <direction> b`` as a bool tensor (never differentiated). A Python integer out
+    of the range of the other operand's integer dtype compares exactly, as in numpy 2
+    (``int8_tensor == 300`` is all False)."""
+    for tensor, number, flipped in ((a, b, False), (b, a, True)):
+        if isinstance(tensor, Tensor) and _out_of_range(tensor.dtype, number):
+            above = number > 0  # the number is above (or below) every value of the tensor
+            asked = _FLIPPED[direction] if flipped else direction
+            truth = {"lt": above, "le": above, "gt": not above, "ge": not above,
+                     "eq": False, "ne": True}[asked]  # fmt: skip
+            return Tensor(np.full(tensor.shape, truth))
+    return apply1(ops.Compare(direction), *coerce(a, b, computes=keep))
+
+
+#: ``b <d> a`` is ``a <_FLIPPED[d]> b``.
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _out_of_range(dtype: np.dtype, number: Any) -> bool:
+    """Whether ``number`` is a Python integer that ``dtype``, an integer dtype, cannot hold."""
+    if type(number) is not int or dtype.kind not in "iu":
+        return False
+    info = np.iinfo(dtype)
+    return not info.min <= number <= info.max
 
 
 def where(condition: Any, a: Any, b: Any) -> Tensor:
@@ -134,7 +182,7 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
     cond = as_tensor(condition)
     if cond.dtype != np.bool_:
         raise TypeError(f"where: condition has dtype {cond.dtype}, expected bool")
-    a_t, b_t = coerce(a, b)
+    a_t, b_t = coerce(a, b, computes=keep)
     try:
         shape = np.broadcast_shapes(cond.shape, a_t.shape)
     except ValueError:

@@ -363,19 +363,27 @@ def _by_name(function: str) -> Callable[..., Tensor]:
 #: function of the general path). A binary one is ``__name__`` and ``__rname__``.
 BINARY_OPERATORS: dict[str, tuple[type[TensorOp], str]] = {
     "add": (ops.Add, "add"), "sub": (ops.Sub, "subtract"), "mul": (ops.Mul, "multiply"),
-    "truediv": (ops.Div, "divide"),
+    "truediv": (ops.Div, "divide"), "mod": (ops.Mod, "mod"),
 }  # fmt: skip
 UNARY_OPERATORS: dict[str, tuple[type[TensorOp], str]] = {"neg": (ops.Neg, "negative")}
 
 
+def _reflected(function: str) -> Callable[[Any, Any], Tensor]:
+    """``function(b, a)`` as the method ``a.__r<op>__(b)``."""
+    general = _by_name(function)
+    return lambda a, b: general(b, a)
+
+
 def _install_operators() -> None:
-    """``Tensor.__add__`` ... ``Tensor.__neg__`` (``frontend.tensor`` imports this module
-    last, to install them)."""
+    """``Tensor.__add__`` ... ``Tensor.__neg__``, ``//`` and ``%`` (``frontend.tensor``
+    imports this module last, to install them)."""
     for name, (op, function) in BINARY_OPERATORS.items():
         setattr(Tensor, f"__{name}__", fast_binary(op, _by_name(function)))
         setattr(Tensor, f"__r{name}__", fast_binary(op, _by_name(function), reflected=True))
     for name, (op, function) in UNARY_OPERATORS.items():
         setattr(Tensor, f"__{name}__", fast_unary(op, _by_name(function)))
+    Tensor.__floordiv__ = _by_name("floor_divide")
+    Tensor.__rfloordiv__ = _reflected("floor_divide")
 
 
 _install_operators()

@@ -2,13 +2,17 @@
 
 Broadcasting follows numpy and is recorded as ``BroadcastInDim`` (only for operands that
 require gradients, or inside a ``@tc.function`` trace; constants are broadcast by numpy
-directly). Dtypes are promoted with numpy's rules (Python scalars are weak); a promoted
-operand that requires gradients is converted with a recorded ``Convert``.
+directly). Dtypes are promoted with numpy's rules (numpy 2: Python scalars are weak, so
+``int32 + 1`` is int32 and ``int64 + 2.5`` float64); a promoted operand that requires
+gradients (or is traced) is converted with a recorded ``Convert``. An op computes in the
+promoted dtype where it has a loop for it (``computes_in``): integers and bool stay
+exact for ``+ - *``, ``//``, ``%``, ``maximum``, comparisons and ``where``, and become
+float64 for the functions that numpy computes in floating point (``/``, ``exp``...).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,10 +20,11 @@ import numpy as np
 from tidu_compile import ops
 from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor, contains_tensor
-from tidu_compile.ops.base import complex_dtype_of
+from tidu_compile.ops.base import INTEGER_DTYPES, TensorOp
 
 __all__ = [
-    "astype", "broadcast_to", "coerce", "constant", "float_dtype", "tracked", "unary_input",
+    "accumulated", "astype", "broadcast_to", "coerce", "computes_in", "constant",
+    "float_dtype", "keep", "tracked", "unary_input",
 ]  # fmt: skip
 
 
@@ -39,6 +44,32 @@ def float_dtype(dtype: np.dtype) -> np.dtype:
     return dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
+def keep(dtype: np.dtype) -> np.dtype:
+    """``dtype`` itself: for ops with a loop for every dtype (``compare``, ``where``)."""
+    return dtype
+
+
+def computes_in(op: type[TensorOp], dtype: np.dtype) -> np.dtype:
+    """The dtype the elementwise ``op`` computes in for operands of numpy's result type
+    ``dtype``: ``dtype`` where ``op`` has a loop for it (``op.allowed_dtypes``); for
+    bool operands of an op with integer loops only, its ``bool_as`` (numpy's int8 of
+    ``floor_divide``, ``mod``, ``power``), or a ``TypeError`` where numpy has none
+    (``subtract``, ``negative``, ``sign``); else float64, as numpy computes ``exp`` or
+    ``/`` of integers."""
+    allowed = op.allowed_dtypes  # type: ignore[attr-defined]
+    if dtype.name in allowed:
+        return dtype
+    if dtype == np.bool_ and any(d in allowed for d in INTEGER_DTYPES):
+        bool_as = getattr(op, "bool_as", None)
+        if bool_as is None:
+            raise TypeError(
+                f"{op.__name__}: numpy has no loop for bool operands (use logical_xor or "
+                "logical_not, or convert with astype)"
+            )
+        return np.dtype(bool_as)
+    return float_dtype(dtype)
+
+
 def tracked(x: Tensor) -> bool:
     """Whether a layout or dtype change of ``x`` must be recorded as an op.
 
@@ -54,20 +85,26 @@ def tracked(x: Tensor) -> bool:
 
 
 def astype(x: Tensor, dtype: Any) -> Tensor:
-    """``x`` converted to ``dtype`` (recorded when ``x`` requires gradients)."""
+    """``x`` converted to ``dtype``, as numpy's ``astype`` (recorded when ``x`` requires
+    gradients or is traced; only float and complex results carry a gradient). To bool
+    it is ``x != 0``; recorded from complex to a real or integer dtype it is refused (use
+    ``real``)."""
     target = np.dtype(dtype)
     if x.dtype == target:
         return x
-    capture = current_capture()
-    if x.dtype == np.bool_ and target.kind in "fc" and capture and capture.is_traced(x):
-        # A mask computed from the arguments must stay in the traced graph: 1 where true.
-        ones, zeros = Tensor(np.ones(x.shape, target)), Tensor(np.zeros(x.shape, target))
-        return apply1(ops.Select(), x, ones, zeros)
-    if not tracked(x) or target.kind not in "fc":
+    if not tracked(x):
         return Tensor(x.numpy().astype(target))
+    if x.dtype.kind == "c" and target.kind != "c":
+        raise TypeError(
+            f"astype: converting {x.dtype} to {target} would drop the imaginary part; "
+            "take real(x) first"
+        )
+    if target == np.bool_:
+        return apply1(ops.Compare("ne"), x, Tensor(np.zeros(x.shape, x.dtype)))
     source = x.dtype.name
-    if x.dtype.kind == "f" and target.kind == "c" and complex_dtype_of(source) != target.name:
-        x = apply1(ops.Convert(complex_dtype_of(source), source), x)
+    if x.dtype.kind != "c" and target.kind == "c":  # through the real of its precision
+        real = np.dtype(np.float32 if target == np.complex64 else np.float64)
+        x = astype(x, real)
         source = x.dtype.name
     return apply1(ops.Convert(target.name, source), x)
 
@@ -91,11 +128,13 @@ def broadcast_to(x: Any, shape: Sequence[int]) -> Tensor:
     return apply1(ops.BroadcastInDim(shape, dims, x.shape), x)
 
 
-def coerce(*values: Any, float_only: bool = True) -> list[Tensor]:
-    """Promote dtypes and broadcast shapes of ``values`` (numpy's rules)."""
-    dtype = np.result_type(*(_operand_dtype(v) for v in values))
-    if float_only:
-        dtype = float_dtype(dtype)
+def coerce(
+    *values: Any, computes: Callable[[np.dtype], np.dtype] = float_dtype
+) -> list[Tensor]:
+    """Promote dtypes and broadcast shapes of ``values`` (numpy's rules); the promoted
+    dtype goes through ``computes`` (the dtype the op computes in: float64 for integers
+    by default, ``keep`` for ops of every dtype, ``computes_in`` of an op)."""
+    dtype = computes(np.result_type(*(_operand_dtype(v) for v in values)))
     tensors = [astype(v if isinstance(v, Tensor) else constant(v, dtype), dtype)
                for v in values]  # fmt: skip
     try:
@@ -112,7 +151,19 @@ def constant(value: Any, dtype: np.dtype) -> Tensor:
     return Tensor(np.array(value, dtype=dtype, copy=True))
 
 
-def unary_input(x: Any) -> Tensor:
-    """``x`` as a float or complex tensor (ints and bools become float64, as numpy)."""
+def accumulated(x: Any) -> Tensor:
+    """``x`` in the dtype numpy's ``sum``, ``prod``, ``cumsum`` and ``cumprod`` accumulate
+    in: bool and signed integers as int64, unsigned ones as uint64 (exact, wrapping),
+    floats and complex as they are."""
     x = as_tensor(x)
-    return astype(x, float_dtype(x.dtype))
+    kind = x.dtype.kind
+    if kind in "bi":
+        return astype(x, np.int64)
+    return astype(x, np.uint64) if kind == "u" else x
+
+
+def unary_input(x: Any, op: type[TensorOp] | None = None) -> Tensor:
+    """``x`` in the dtype ``op`` computes in (``computes_in``); without ``op`` as a float
+    or complex tensor (ints and bools become float64, as numpy)."""
+    x = as_tensor(x)
+    return astype(x, float_dtype(x.dtype) if op is None else computes_in(op, x.dtype))

@@ -13,9 +13,10 @@ any, all        ``ReduceMax``, ``ReduceMin`` of ``x != 0`` (bool results; False 
                 True over no elements)
 ==============  ===================================================================
 
-Integer inputs become float64 (as ``sum``); bool inputs stay bool for ``max``, ``min``,
-``any`` and ``all``. Complex values have no order: ``max``, ``min``, ``argmax`` and
-``argmin`` refuse them.
+Integer and bool inputs stay exact, in numpy's dtypes: ``sum`` and ``prod`` accumulate
+bool and signed integers in int64, unsigned ones in uint64; ``max`` and ``min`` keep
+the dtype (bool stays bool, also for ``any`` and ``all``); ``mean`` is float64.
+Complex values have no order: ``max``, ``min``, ``argmax`` and ``argmin`` refuse them.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.frontend.elementwise import compare
-from tidu_compile.frontend.promotion import unary_input
+from tidu_compile.frontend.promotion import accumulated, unary_input
 from tidu_compile.frontend.shapes import reshape
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
 
@@ -72,8 +73,9 @@ def _reduce(op: type[ops.Reduction], x: Tensor, axis: Any, keepdims: bool) -> Te
 
 
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
-    """Sum over ``axis`` (None: all axes; int or tuple)."""
-    return _reduce(ops.ReduceSum, unary_input(x), axis, keepdims)
+    """Sum over ``axis`` (None: all axes; int or tuple); integers and bool exactly, in
+    int64 (uint64 for unsigned ones), as numpy."""
+    return _reduce(ops.ReduceSum, accumulated(x), axis, keepdims)
 
 
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
@@ -85,11 +87,11 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
 
 
 def _ordered_input(name: str, x: Any) -> Tensor:
-    """``x`` as a real float tensor, or bool as it is (complex values have no order)."""
+    """``x`` as a real, integer or bool tensor (complex values have no order)."""
     x = as_tensor(x)
     if x.dtype.kind == "c":
         raise TypeError(f"{name}: complex values are not ordered")
-    return x if x.dtype == np.bool_ else unary_input(x)
+    return x
 
 
 def _extremum(name: str, op: type[ops.Reduction], x: Any, axis: Any, keepdims: bool) -> Tensor:
@@ -121,8 +123,8 @@ amax, amin = max, min
 
 def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     """Product over ``axis`` (1 over no elements); the gradient is the product of the
-    other elements, exact at zeros."""
-    return _reduce(ops.ReduceProd, unary_input(x), axis, keepdims)
+    other elements, exact at zeros. Integers and bool exactly, as ``sum``."""
+    return _reduce(ops.ReduceProd, accumulated(x), axis, keepdims)
 
 
 def _arg_extremum(

@@ -229,8 +229,9 @@ class Tensor:
         return Tensor(self._concrete("Tensor.detach()"))
 
     # ------------------------------------------------------------ operators
-    # ``+ - * /`` and unary ``-``: methods made by ``frontend.fast_ops`` (the recording
-    # fast path, else the frontend function: ``x * y`` is ``tidu_compile.multiply(x, y)``).
+    # ``+ - * / % //`` and unary ``-``: methods made by ``frontend.fast_ops`` (the recording
+    # fast path, else the frontend function: ``x * y`` is ``tidu_compile.multiply(x, y)``,
+    # ``x // y`` is ``tidu_compile.floor_divide(x, y)``).
     __add__: ClassVar[Callable[[Tensor, Any], Tensor]]
     __radd__: ClassVar[Callable[[Tensor, Any], Tensor]]
     __sub__: ClassVar[Callable[[Tensor, Any], Tensor]]
@@ -239,6 +240,10 @@ class Tensor:
     __rmul__: ClassVar[Callable[[Tensor, Any], Tensor]]
     __truediv__: ClassVar[Callable[[Tensor, Any], Tensor]]
     __rtruediv__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __mod__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __rmod__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __floordiv__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __rfloordiv__: ClassVar[Callable[[Tensor, Any], Tensor]]
     __neg__: ClassVar[Callable[[Tensor], Tensor]]
 
     def __pos__(self) -> Tensor:
@@ -456,7 +461,12 @@ def apply_op(op: TensorOp, inputs: Sequence[Tensor]) -> list[Tensor]:
     capture = current_capture()
     if capture is not None:  # inside a ``tidu_compile.function`` trace
         return capture.apply(op, list(inputs), outputs)  # type: ignore[no-any-return]
-    if not (grad_enabled() and op.differentiable and any(t._requires_grad for t in inputs)):
+    if not (
+        grad_enabled()
+        and op.differentiable
+        and any(t._requires_grad for t in inputs)
+        and any(o.dtype.kind in "fc" for o in outputs)  # integer results carry no gradient
+    ):
         return [Tensor(o) for o in outputs]
     graph = recorded_graph_for(op)
     eager_inputs = [EagerInput(t._key, t._trace, t._requires_grad, t._data) for t in inputs]

@@ -47,6 +47,12 @@ __all__ = [
     "FLOAT_DTYPES",
     "COMPLEX_DTYPES",
     "DIFFERENTIABLE_DTYPES",
+    "SIGNED_DTYPES",
+    "UNSIGNED_DTYPES",
+    "INTEGER_DTYPES",
+    "ORDERED_DTYPES",
+    "ALL_DTYPES",
+    "exact_dtype",
     "TensorType",
     "TensorOp",
     "Ref",
@@ -61,6 +67,21 @@ __all__ = [
 FLOAT_DTYPES = ("float32", "float64")
 COMPLEX_DTYPES = ("complex64", "complex128")
 DIFFERENTIABLE_DTYPES = FLOAT_DTYPES + COMPLEX_DTYPES
+SIGNED_DTYPES = ("int8", "int16", "int32", "int64")
+UNSIGNED_DTYPES = ("uint8", "uint16", "uint32", "uint64")
+#: Integer values compute exactly, with numpy's wrapping on overflow; they carry no
+#: tangent (integer and bool results are not differentiable).
+INTEGER_DTYPES = SIGNED_DTYPES + UNSIGNED_DTYPES
+#: What has an order: reals, integers and bool (``maximum``, ``max``, ``sort`` keys...).
+ORDERED_DTYPES = FLOAT_DTYPES + INTEGER_DTYPES + ("bool",)
+#: Every dtype of the op set (``+`` and ``*`` take them all, as numpy's loops: on bool
+#: ``+`` is ``or`` and ``*`` is ``and``).
+ALL_DTYPES = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES + ("bool",)
+
+
+def exact_dtype(dtype: str) -> bool:
+    """Whether ``dtype`` is an integer or bool dtype (exact values, no tangent)."""
+    return dtype in INTEGER_DTYPES or dtype == "bool"
 
 #: What the rule helpers accept as an operand: a builder id, a value ref, or a primal
 #: value key as ``jvp_rule`` receives it (wrapped as ``External(key)`` here).

@@ -25,7 +25,16 @@ import numpy as np
 
 from tidu_compile.ad import PrimitiveBuilder
 from tidu_compile.graph import PrimitiveValue
-from tidu_compile.ops.base import FLOAT_DTYPES, Ref, add_tangents, apply, linear, primitive
+from tidu_compile.ops.base import (
+    DIFFERENTIABLE_DTYPES,
+    FLOAT_DTYPES,
+    INTEGER_DTYPES,
+    Ref,
+    add_tangents,
+    apply,
+    linear,
+    primitive,
+)
 from tidu_compile.ops.elementwise import (
     Add,
     Compare,
@@ -134,10 +143,13 @@ class Logaddexp2(BinaryMath):
 @primitive
 class Power(BinaryMath):
     """``x ** y`` for a tensor exponent (``Pow`` is the constant-exponent op); complex
-    values on the principal branch. ``power`` in the frontend picks the op."""
+    values on the principal branch; integers exact (numpy's ``ValueError`` for a negative
+    exponent; compiled, a numpy library call). ``power`` in the frontend picks the op."""
 
     numpy_fn = np.power
     domain = "positive"
+    allowed_dtypes = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES
+    bool_as = "int8"
 
     def weights(self, b, x, y, z, ts):
         weight_x = weight_y = None

@@ -19,9 +19,11 @@ from tidu_compile.ops.base import (
     COMPLEX_DTYPES,
     DIFFERENTIABLE_DTYPES,
     FLOAT_DTYPES,
+    INTEGER_DTYPES,
     TensorOp,
     TensorType,
     complex_dtype_of,
+    exact_dtype,
     linear,
     primitive,
     real_dtype_of,
@@ -121,7 +123,10 @@ class ToComplex(TensorOp):
 
 @primitive
 class Convert(TensorOp):
-    """Change precision (f32 <-> f64, c64 <-> c128) or real -> complex of one precision."""
+    """Change precision (f32 <-> f64, c64 <-> c128), real -> complex of one precision,
+    integer or bool -> real or integer, real -> integer (numpy's ``astype``: towards zero;
+    integers wrap). A result or operand of an integer or bool dtype carries no tangent.
+    A bool result is ``x != 0`` (a ``Compare``), not a conversion."""
 
     dtype: str
     operand_dtype: str
@@ -133,10 +138,12 @@ class Convert(TensorOp):
         widening = self.operand_dtype in FLOAT_DTYPES and self.dtype == complex_dtype_of(
             self.operand_dtype
         )
-        if not (same_kind or widening):
+        exact = exact_dtype(self.operand_dtype) or self.operand_dtype in FLOAT_DTYPES
+        to_exact = exact and self.dtype in INTEGER_DTYPES + FLOAT_DTYPES
+        if not (same_kind or widening or to_exact):
             raise TypeError(
                 f"Convert: cannot convert {self.operand_dtype} to {self.dtype} "
-                "(use real/imag for complex -> real)"
+                "(use real/imag for complex -> real, x != 0 for bool)"
             )
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
@@ -151,6 +158,8 @@ class Convert(TensorOp):
         return (arrays[0].astype(self.dtype),)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
+        if exact_dtype(self.dtype) or exact_dtype(self.operand_dtype):
+            return [None]
         return [linear(b, self, [ts[0]], (True,))]
 
     def transpose_rule(self, b, cts, inputs, role, ctx):

@@ -1,9 +1,12 @@
 """Elementwise primitives: one block per op (type rule, numpy, JVP, transpose).
 
-All inputs of an elementwise op share one shape (the frontend inserts
-``BroadcastInDim`` for numpy broadcasting). Complex cotangents follow tidu's formula
-``ct_z = ct_y * conj(df/dz)``, so transposes multiply by ``Conj`` of the residual
-(``Conj`` is the identity on real dtypes and is dropped by the compiler there).
+All inputs of an elementwise op share one shape and dtype (the frontend inserts
+``BroadcastInDim`` for numpy broadcasting and promotes dtypes with numpy's rules).
+Integer and bool values compute exactly, as numpy's loops do (wrapping on overflow;
+``+`` and ``*`` on bool are ``or`` and ``and``); they carry no tangent. Complex
+cotangents follow tidu's formula ``ct_z = ct_y * conj(df/dz)``, so transposes multiply
+by ``Conj`` of the residual (``Conj`` is the identity on real dtypes and is dropped by
+the compiler there).
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import numpy as np
 from tidu_compile.ad import ADRuleError, ADRuleKind, PrimitiveBuilder
 from tidu_compile.graph import PrimitiveValue
 from tidu_compile.ops.base import (
+    ALL_DTYPES,
     COMPLEX_DTYPES,
     DIFFERENTIABLE_DTYPES,
-    FLOAT_DTYPES,
+    INTEGER_DTYPES,
+    ORDERED_DTYPES,
     TensorOp,
     TensorType,
     active,
@@ -34,6 +39,10 @@ class Elementwise(TensorOp):
     """Inputs of one type; one output of that type. ``allowed_dtypes`` is checked."""
 
     allowed_dtypes: ClassVar[tuple[str, ...]] = DIFFERENTIABLE_DTYPES
+    #: The dtype bool operands compute in for an op with integer but no bool loops
+    #: (numpy's int8 for ``floor_divide``, ``mod``, ``power``); None: bool operands are
+    #: a ``TypeError``, as numpy's ``subtract`` and ``negative`` (``frontend.promotion``).
+    bool_as: ClassVar[str | None] = None
     numpy_fn: ClassVar[Callable[..., Any]]
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
@@ -68,6 +77,7 @@ class Add(Elementwise):
     numpy_names = ("add",)
     commutative = True
     input_count = 2
+    allowed_dtypes = ALL_DTYPES
     numpy_fn = np.add
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
@@ -83,6 +93,7 @@ class Sub(Elementwise):
 
     numpy_names = ("subtract",)
     input_count = 2
+    allowed_dtypes = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES
     numpy_fn = np.subtract
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
@@ -108,6 +119,7 @@ class Mul(Elementwise):
     numpy_names = ("multiply",)
     commutative = True
     input_count = 2
+    allowed_dtypes = ALL_DTYPES
     numpy_fn = np.multiply
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
@@ -152,13 +164,13 @@ class Div(Elementwise):
 
 @primitive
 class Maximum(Elementwise):
-    """``max(x, y)`` (real dtypes, NaN-propagating); the tangent follows the larger
+    """``max(x, y)`` (ordered dtypes, NaN-propagating); the tangent follows the larger
     input, ties share it equally (``balanced_tangent``)."""
 
     numpy_names = ("maximum",)
     commutative = True
     input_count = 2
-    allowed_dtypes = FLOAT_DTYPES
+    allowed_dtypes = ORDERED_DTYPES
     numpy_fn = np.maximum
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
@@ -208,7 +220,7 @@ class Select(TensorOp):
         if mask.shape != a.shape:
             raise ValueError(f"{self!r}: mask has shape {mask.shape}, values have {a.shape}")
         t = Add().check_same_types([a, b])
-        self.check_dtype(t, DIFFERENTIABLE_DTYPES, "values")
+        self.check_dtype(t, ALL_DTYPES, "values")
         return (t,)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -279,6 +291,7 @@ class Neg(Elementwise):
 
     numpy_names = ("negative",)
     input_count = 1
+    allowed_dtypes = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES
     numpy_fn = np.negative
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
@@ -385,12 +398,28 @@ class SinCos(TensorOp):
 @primitive
 class Pow(Unary):
     """``x ** exponent`` for a constant exponent; ``dy = dx * exponent * x**(exponent-1)``
-    (0 for exponent 0, also at x = 0)."""
+    (0 for exponent 0, also at x = 0). On integers the exponent is a non-negative
+    integer and the power exact (numpy's, wrapping on overflow)."""
 
     exponent: float
+    allowed_dtypes = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES
+    bool_as = "int8"
+
+    def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
+        (t,) = super().infer_types(*inputs)
+        if t.dtype in INTEGER_DTYPES and not (
+            float(self.exponent).is_integer() and self.exponent >= 0
+        ):
+            raise ValueError(
+                f"{self!r}: integers to negative or fractional powers are not allowed "
+                f"(the input has dtype {t.dtype}; numpy's rule)"
+            )
+        return (t,)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        return (np.asarray(np.power(arrays[0], self.exponent), dtype=arrays[0].dtype),)
+        x = arrays[0]
+        exponent = int(self.exponent) if x.dtype.kind in "iu" else self.exponent
+        return (np.asarray(np.power(x, exponent), dtype=x.dtype),)
 
     def derivative(self, b, x, y):
         if self.exponent == 0.0:  # x ** 0 == 1: derivative 0, also at x = 0

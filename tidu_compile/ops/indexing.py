@@ -29,14 +29,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from tidu_compile.ad import ADRuleError, ADRuleKind
 from tidu_compile.ops.base import (
+    ALL_DTYPES,
     COMPLEX_DTYPES,
     DIFFERENTIABLE_DTYPES,
+    INTEGER_DTYPES,
     TensorOp,
     TensorType,
     linear,
@@ -101,7 +103,7 @@ def _check_operand(op: TensorOp, t: TensorType, expected: tuple[int, ...]) -> No
     op.check_arity([t])
     if t.shape != tuple(expected):
         raise ValueError(f"{op!r}: operand has shape {t.shape}, expected {tuple(expected)}")
-    op.check_dtype(t, DIFFERENTIABLE_DTYPES)
+    op.check_dtype(t, ALL_DTYPES)  # integer and bool data move too (no tangent)
 
 
 @primitive
@@ -192,6 +194,9 @@ class _Indexed(TensorOp):
     ``index_shape`` index dimensions ``axis .. axis + index_count - 1`` of the big array
     (``big_shape``); in the small one, those dimensions become ``index_shape``."""
 
+    #: The data's dtypes: every one for a gather, no bool for a scatter-add (a sum).
+    data_dtypes: ClassVar[tuple[str, ...]] = ALL_DTYPES
+
     axis: int
     big_shape: tuple[int, ...]
     index_shape: tuple[int, ...]
@@ -234,7 +239,7 @@ class _Indexed(TensorOp):
             raise ValueError(
                 f"{self!r}: input 0 has shape {inputs[0].shape}, expected {data_shape}"
             )
-        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
+        self.check_dtype(inputs[0], self.data_dtypes)
         _check_indices(self, inputs[1:], self.index_shape)
 
 
@@ -267,6 +272,8 @@ class ScatterAdd(_Indexed):
     """Sum updates into zeros of ``big_shape`` at integer positions:
     ``y[p, i1[b], ..., ik[b], q] += u[p, b, q]`` (repeated positions add up). The
     transpose gathers: ``Gather``."""
+
+    data_dtypes = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_inputs(inputs, self.small_shape)

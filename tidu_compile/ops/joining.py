@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu_compile.ops.base import (
-    DIFFERENTIABLE_DTYPES,
+    ALL_DTYPES,
     TensorOp,
     TensorType,
     active,
@@ -71,7 +71,7 @@ class Concatenate(TensorOp):
                 raise TypeError(
                     f"{self!r}: input {i} has dtype {t.dtype}, input 0 has {inputs[0].dtype}"
                 )
-        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
+        self.check_dtype(inputs[0], ALL_DTYPES)  # integer and bool data join too
         return (TensorType(self.shape, inputs[0].dtype),)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -1,13 +1,18 @@
-"""Piecewise primitives on real values: absolute value, sign, rounding, min/max, mod.
+"""Piecewise primitives on real values: absolute value, sign, rounding, min/max, mod,
+floor division. Those that numpy defines on integers (``abs``, ``sign``, min/max,
+``mod``, ``floor_divide``) take them too and compute exactly, with numpy's signs: the
+remainder has the sign of the divisor, the quotient is rounded down, and ``x // 0`` and
+``x % 0`` are 0 (numpy warns); on floats ``floor_divide`` and ``mod`` are numpy's
+``npy_divmod``.
 
 Conventions where numpy is silent about derivatives (JAX's and PyTorch's):
 
 * ``abs'(0) = 0`` (``sign(0) = 0``);
 * min, max, fmin, fmax: the input that is selected carries the tangent, tied inputs
   share it equally (``balanced_tangent``);
-* ``sign``, ``floor``, ``ceil``, ``round``, ``trunc`` are piecewise constant: they are
-  not differentiable (``differentiable = False``, like comparisons): their results
-  carry no tangent.
+* ``sign``, ``floor``, ``ceil``, ``round``, ``trunc``, ``floor_divide`` are piecewise
+  constant: they are not differentiable (``differentiable = False``, like comparisons):
+  their results carry no tangent.
 
 Complex values: ``abs`` and ``sign`` of a complex tensor are composites in the
 frontend (``hypot(re, im)`` and ``z / |z|``); the others are undefined (as numpy).
@@ -15,9 +20,19 @@ frontend (``hypot(re, im)`` and ``z / |z|``); the others are undefined (as numpy
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
-from tidu_compile.ops.base import FLOAT_DTYPES, add_tangents, apply, linear, primitive
+from tidu_compile.ops.base import (
+    FLOAT_DTYPES,
+    INTEGER_DTYPES,
+    ORDERED_DTYPES,
+    add_tangents,
+    apply,
+    linear,
+    primitive,
+)
 from tidu_compile.ops.elementwise import (
     Div,
     Elementwise,
@@ -33,7 +48,7 @@ class PiecewiseConstant(Elementwise):
     """A unary op that is constant between jumps: no derivative, no tangent."""
 
     input_count = 1
-    allowed_dtypes = FLOAT_DTYPES
+    allowed_dtypes: ClassVar[tuple[str, ...]] = FLOAT_DTYPES
     differentiable = False
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
@@ -42,23 +57,26 @@ class PiecewiseConstant(Elementwise):
 
 @primitive
 class Sign(PiecewiseConstant):
-    """``sign(x)``: -1, 0 or 1 (NaN for NaN); not differentiable."""
+    """``sign(x)``: -1, 0 or 1 (NaN for NaN); integers too; not differentiable."""
 
     numpy_fn = np.sign
+    allowed_dtypes = FLOAT_DTYPES + INTEGER_DTYPES
 
 
 @primitive
 class Floor(PiecewiseConstant):
-    """``floor(x)``; not differentiable."""
+    """``floor(x)`` (integers and bool: themselves, as numpy); not differentiable."""
 
+    allowed_dtypes = ORDERED_DTYPES
     numpy_fn = np.floor
     numpy_names = ("floor",)
 
 
 @primitive
 class Ceil(PiecewiseConstant):
-    """``ceil(x)``; not differentiable."""
+    """``ceil(x)`` (integers and bool: themselves, as numpy); not differentiable."""
 
+    allowed_dtypes = ORDERED_DTYPES
     numpy_fn = np.ceil
     numpy_names = ("ceil",)
 
@@ -74,17 +92,19 @@ class Round(PiecewiseConstant):
 
 @primitive
 class Trunc(PiecewiseConstant):
-    """``trunc(x)``, towards zero; not differentiable."""
+    """``trunc(x)``, towards zero (integers and bool: themselves); not differentiable."""
 
+    allowed_dtypes = ORDERED_DTYPES
     numpy_fn = np.trunc
     numpy_names = ("trunc", "fix")
 
 
 @primitive
 class Abs(Unary):
-    """``|x|`` (real dtypes); ``dy = dx * sign(x)``, so ``abs'(0) = 0``."""
+    """``|x|`` (real, integer and bool dtypes; the most negative integer stays itself, as
+    numpy's); ``dy = dx * sign(x)``, so ``abs'(0) = 0``."""
 
-    allowed_dtypes = FLOAT_DTYPES
+    allowed_dtypes = ORDERED_DTYPES
     numpy_fn = np.abs
     domain = "nonzero"
 
@@ -97,7 +117,7 @@ class Selection(Elementwise):
 
     input_count = 2
     commutative = True
-    allowed_dtypes = FLOAT_DTYPES
+    allowed_dtypes = ORDERED_DTYPES
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [balanced_tangent(b, xs, ys[0], ts)]
@@ -133,7 +153,8 @@ class Mod(Elementwise):
     ``dz = dx - dy * q`` with ``q = round((x - z) / y)``, the integer quotient."""
 
     input_count = 2
-    allowed_dtypes = FLOAT_DTYPES
+    allowed_dtypes = FLOAT_DTYPES + INTEGER_DTYPES
+    bool_as = "int8"
     numpy_fn = np.remainder
     numpy_names = ("mod", "remainder")
     domain = "nonzero"
@@ -146,3 +167,20 @@ class Mod(Elementwise):
             quotient = apply(b, Round(), [apply(b, Div(), [apply(b, Sub(), [x, ys[0]]), y])])
             right = linear(b, Mul(), [dy, apply(b, Neg(), [quotient])], (True, False))
         return [add_tangents(b, dx, right)]
+
+
+@primitive
+class FloorDivide(Elementwise):
+    """``x // y``: ``floor(x / y)`` (numpy's ``floor_divide``; on floats ``(x - mod(x, y))
+    / y`` rounded, on integers exact); piecewise constant, not differentiable."""
+
+    input_count = 2
+    allowed_dtypes = FLOAT_DTYPES + INTEGER_DTYPES
+    bool_as = "int8"
+    differentiable = False
+    numpy_fn = np.floor_divide
+    numpy_names = ("floor_divide",)
+    domain = "nonzero"
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        return [None]

@@ -30,13 +30,14 @@ zeros is not).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from tidu_compile.ops.base import (
     DIFFERENTIABLE_DTYPES,
-    FLOAT_DTYPES,
+    INTEGER_DTYPES,
+    ORDERED_DTYPES,
     TensorOp,
     TensorType,
     apply,
@@ -67,16 +68,22 @@ def _weighted_sum(b, reduction: Reduction, t: int | None, weight: int) -> int | 
 
 
 class _Extremum(Reduction):
-    """``reduce_max`` or ``reduce_min``: f32, f64, and bool (``any``/``all``)."""
+    """``reduce_max`` or ``reduce_min``: reals, integers, and bool (``any``/``all``)."""
 
-    allowed_dtypes = (*FLOAT_DTYPES, "bool")
+    allowed_dtypes = ORDERED_DTYPES
     numpy_fn: ClassVar = np.max
-    #: The value over no elements (for bool: ``identity > 0``).
+    #: The value over no elements (for bool: ``identity > 0``; for integers the dtype's
+    #: smallest or largest value).
     identity: ClassVar[float] = -np.inf
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         x = arrays[0]
-        initial = bool(self.identity > 0) if x.dtype == np.bool_ else self.identity
+        initial: Any = self.identity
+        if x.dtype == np.bool_:
+            initial = bool(self.identity > 0)
+        elif x.dtype.kind in "iu":
+            limits = np.iinfo(x.dtype)
+            initial = limits.max if self.identity > 0 else limits.min
         value = type(self).numpy_fn(x, axis=self.axes, initial=initial)
         return (np.asarray(value, dtype=x.dtype),)
 
@@ -117,13 +124,14 @@ class ReduceMin(_Extremum):
 
 @primitive
 class ReduceProd(Reduction):
-    """Product over ``axes``; the tangent is ``sum(t * others)`` (module docstring)."""
+    """Product over ``axes``; the tangent is ``sum(t * others)`` (module docstring);
+    integers multiply exactly in their own dtype."""
 
-    allowed_dtypes = DIFFERENTIABLE_DTYPES
+    allowed_dtypes = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         x = arrays[0]
-        return (np.asarray(np.prod(x, axis=self.axes), dtype=x.dtype),)
+        return (np.asarray(np.prod(x, axis=self.axes, dtype=x.dtype), dtype=x.dtype),)
 
     def others(self, b, x, y) -> int:  # type: ignore[no-untyped-def]
         """The product of the other elements of each element's slice, exact at zeros."""
@@ -159,7 +167,7 @@ class _ArgExtremum(TensorOp):
             raise ValueError(f"{self!r}: axis {self.axis} is out of range for shape {t.shape}")
         if t.shape[self.axis] == 0:
             raise ValueError(f"{self!r}: axis {self.axis} of shape {t.shape} is empty")
-        self.check_dtype(t, (*FLOAT_DTYPES, "bool", "int32", "int64"))
+        self.check_dtype(t, ORDERED_DTYPES)
         shape = tuple(s for d, s in enumerate(t.shape) if d != self.axis)
         return (TensorType(shape, "int64"),)
 

@@ -18,12 +18,15 @@ dependency along its axis, which a fused elementwise kernel cannot hold (numpy's
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from tidu_compile.ad import ADRuleError, ADRuleKind
 from tidu_compile.ops.base import (
     DIFFERENTIABLE_DTYPES,
     FLOAT_DTYPES,
+    INTEGER_DTYPES,
     TensorOp,
     TensorType,
     active,
@@ -39,10 +42,16 @@ __all__ = ["Argsort", "CumProd", "CumSum", "LinearScan"]
 class _AlongAxis(TensorOp):
     """An op along ``axis`` of operands of one shape."""
 
+    #: ``cum_sum`` and ``cum_prod`` take integers too (exact, in their own dtype: the
+    #: frontend widens them first, as numpy's ``cumsum``).
+    allowed_dtypes: ClassVar[tuple[str, ...]] = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES
+
     def check_axis(self, t: TensorType) -> None:
         axis = self.axis  # type: ignore[attr-defined]
         if not 0 <= axis < max(t.ndim, 1) or t.ndim == 0:
             raise ValueError(f"{self!r}: axis {axis} is out of range for shape {t.shape}")
+
+
 
 
 def _flip(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
@@ -60,7 +69,7 @@ class CumSum(_AlongAxis):
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
         self.check_axis(inputs[0])
-        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
+        self.check_dtype(inputs[0], self.allowed_dtypes)
         return (inputs[0],)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -84,13 +93,14 @@ class LinearScan(_AlongAxis):
     shape: tuple[int, ...]
     reverse: bool = False
     input_count = 2
+    allowed_dtypes = DIFFERENTIABLE_DTYPES
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         t = self.check_same_types(inputs)
         if t.shape != self.shape:
             raise ValueError(f"{self!r}: inputs have shape {t.shape}, expected {self.shape}")
         self.check_axis(t)
-        self.check_dtype(t, DIFFERENTIABLE_DTYPES)
+        self.check_dtype(t, self.allowed_dtypes)
         return (t,)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -156,7 +166,7 @@ class CumProd(_AlongAxis):
         if inputs[0].shape != self.shape:
             raise ValueError(f"{self!r}: input has shape {inputs[0].shape}, expected {self.shape}")
         self.check_axis(inputs[0])
-        self.check_dtype(inputs[0], DIFFERENTIABLE_DTYPES)
+        self.check_dtype(inputs[0], self.allowed_dtypes)
         return (inputs[0],)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -180,11 +190,12 @@ class Argsort(_AlongAxis):
     axis: int
     input_count = 1
     differentiable = False
+    allowed_dtypes = FLOAT_DTYPES
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
         self.check_axis(inputs[0])
-        self.check_dtype(inputs[0], FLOAT_DTYPES)
+        self.check_dtype(inputs[0], self.allowed_dtypes)
         return (TensorType(inputs[0].shape, "int64"),)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:

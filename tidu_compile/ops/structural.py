@@ -23,7 +23,9 @@ from typing import ClassVar
 import numpy as np
 
 from tidu_compile.ops.base import (
+    ALL_DTYPES,
     DIFFERENTIABLE_DTYPES,
+    INTEGER_DTYPES,
     TensorOp,
     TensorType,
     active,
@@ -33,10 +35,10 @@ from tidu_compile.ops.base import (
 )
 
 #: What the layout ops (``BroadcastInDim``, ``Reshape``, ``Transpose``) move: values to
-#: differentiate, and the integer indices and bool masks computed inside a
-#: ``tidu_compile.function`` (``argmax(x, keepdims=True)``, ``any(x > 0, axis)``), which
-#: must stay in the traced graph. Integer and bool values carry no tangent.
-LAYOUT_DTYPES = DIFFERENTIABLE_DTYPES + ("int32", "int64", "bool")
+#: differentiate, and integer and bool values (indices, masks, counts), which inside a
+#: ``tidu_compile.function`` must stay in the traced graph. Integer and bool values
+#: carry no tangent.
+LAYOUT_DTYPES = ALL_DTYPES
 
 
 def _check_operand_shape(op: TensorOp, t: TensorType, expected: tuple[int, ...]) -> None:
@@ -158,10 +160,14 @@ class Reduction(TensorOp):
 
 @primitive
 class ReduceSum(Reduction):
-    """Sum over ``axes`` (sorted, unique), removing them."""
+    """Sum over ``axes`` (sorted, unique), removing them; integers sum exactly in their
+    own dtype (the frontend widens them first, as numpy's ``sum``)."""
+
+    allowed_dtypes = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        return (np.asarray(np.sum(arrays[0], axis=self.axes), dtype=arrays[0].dtype),)
+        x = arrays[0]
+        return (np.asarray(np.sum(x, axis=self.axes, dtype=x.dtype), dtype=x.dtype),)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [linear(b, self, [ts[0]], (True,))]
