@@ -15,9 +15,11 @@ or static parameters (slice bounds, pad widths, offsets, indices, axes). Per seq
 Fresh kernel outputs are filled with NaN (``buffers.DEBUG_FILL``, the
 ``TIDU_COMPILE_DEBUG_FILL=nan`` mode), so an element a kernel never writes cannot pass
 for a number. Counts per CI run: ``SEQUENCES`` per mode (``TIDU_FUZZ_SCALE`` multiplies
-them, ``TIDU_FUZZ_SEED`` moves the seeds: see ``fuzz_report``). Reproduce a failure
-with ``TIDU_FUZZ_SEED=<seed> TIDU_FUZZ_SCALE=0`` (the chunk 0 tests run that seed), and
-shrink it with ``python tests/hardening/fuzz_sequence_shrink.py <seed> <mode>``.
+them, ``TIDU_FUZZ_SEED`` moves the seeds: see ``fuzz_report``). Per-op sequences take the
+even seeds from the first, function ones the odd seeds: reproduce a failure of seed
+``s`` with ``TIDU_FUZZ_SEED=s TIDU_FUZZ_SCALE=0`` (per-op) or ``TIDU_FUZZ_SEED=s-1``
+(function), which the chunk 0 tests run, and shrink it with
+``python tests/hardening/fuzz_sequence_shrink.py s <mode>``.
 """
 
 from __future__ import annotations
