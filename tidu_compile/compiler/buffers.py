@@ -13,6 +13,14 @@ gone; nobody can observe a block being reused. Idle memory is bounded by
 ``max_idle_bytes`` (``TIDU_COMPILE_POOL_BYTES``, default 256 MiB; 0 turns pooling
 off): the blocks idle the longest are freed first, so the sizes of a finished
 workload make room for the next one's.
+
+A debug mode poisons fresh outputs: with ``TIDU_COMPILE_DEBUG_FILL=nan`` (read once, at
+import, into ``DEBUG_FILL``) every buffer a plan allocates for a kernel or library
+output, small or pooled, starts filled with ``poison(dtype)``: NaN for floats (in both
+parts of complex values), the most negative integer for signed integers (the largest for
+unsigned ones), ``True`` for bools. An element a kernel should write but does not then
+shows as NaN (or as an absurd integer) instead of passing for a number that happened
+to be in memory.
 """
 
 from __future__ import annotations
@@ -26,7 +34,10 @@ import numpy as np
 
 from tidu_compile import forksafe
 
-__all__ = ["MIN_POOLED_BYTES", "POOL", "BufferPool", "exclusive_owner"]
+__all__ = [
+    "DEBUG_FILL", "DEBUG_FILL_ENV", "MIN_POOLED_BYTES", "POOL", "BufferPool", "exclusive_owner",
+    "poison", "poisoned",
+]
 
 #: Outputs smaller than this come from ``np.empty`` (the allocator reuses them cheaply).
 MIN_POOLED_BYTES = 1 << 17
@@ -143,6 +154,50 @@ def _configured_idle_bytes() -> int:
 
 #: The process-wide pool the compiled plans allocate their large outputs from.
 POOL = BufferPool(_configured_idle_bytes())
+
+
+DEBUG_FILL_ENV = "TIDU_COMPILE_DEBUG_FILL"
+
+
+def _configured_debug_fill() -> bool:
+    """``$TIDU_COMPILE_DEBUG_FILL``: ``nan`` poisons fresh outputs; unset, empty, ``0`` or
+    ``off`` does not; anything else is a ``ValueError``."""
+    text = os.environ.get(DEBUG_FILL_ENV, "")
+    value = text.strip().lower()
+    if value in ("", "0", "off"):
+        return False
+    if value == "nan":
+        return True
+    raise ValueError(f"{DEBUG_FILL_ENV} must be 'nan' (or unset, 0, off), got {text!r}")
+
+
+#: Whether plans poison the outputs they allocate (``$TIDU_COMPILE_DEBUG_FILL``, read
+#: once; a plan reads it when it is bound).
+DEBUG_FILL: bool = _configured_debug_fill()
+
+
+def poison(dtype: np.dtype) -> Any:
+    """The value a poisoned buffer of ``dtype`` starts with."""
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind == "c":
+        return complex(np.nan, np.nan)
+    if dtype.kind == "b":
+        return True
+    if dtype.kind == "i":
+        return np.iinfo(dtype).min
+    return np.iinfo(dtype).max
+
+
+def poisoned(allocate: Any) -> Any:
+    """``allocate(shape, dtype)`` whose arrays come filled with ``poison(dtype)``."""
+
+    def allocate_poisoned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        array = allocate(shape, dtype)
+        array.fill(poison(dtype))
+        return array
+
+    return allocate_poisoned
 
 
 def exclusive_owner(array: Any) -> object | None:

@@ -6,7 +6,8 @@ writes others:
 
 * ``KernelStep``: a native function compiled from one fused ``tidu.kernel``; called
   through ctypes with one pointer per buffer (inputs, then freshly allocated outputs:
-  ``np.empty``, or the recycled memory of ``compiler.buffers`` for large ones).
+  ``np.empty``, or the recycled memory of ``compiler.buffers`` for large ones; filled
+  with NaN first in the debug mode ``TIDU_COMPILE_DEBUG_FILL=nan``).
 * ``LibraryStep``: a primitive evaluated by numpy between kernels: contractions
   (``dot_general`` runs on numpy's BLAS) and any op the compiler does not lower
   (counted as a fallback).
@@ -27,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tidu_compile.backend.array_entry import ENTRY_SUFFIX, array_data_offset
+from tidu_compile.compiler import buffers
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.parallel import ChunkedKernel
 from tidu_compile.ops.base import TensorType
@@ -57,9 +59,11 @@ def _native_copy(array: Any, dtype: np.dtype) -> np.ndarray:
 
 
 def _allocator(value_type: TensorType) -> Any:
-    """How a step's output of this type is allocated: pooled when large."""
+    """How a step's output of this type is allocated: pooled when large, poisoned in the
+    debug mode (``buffers.DEBUG_FILL``)."""
     nbytes = np.dtype(value_type.dtype).itemsize * int(np.prod(value_type.shape, dtype=np.int64))
-    return POOL.allocate if nbytes >= MIN_POOLED_BYTES else np.empty
+    allocate = POOL.allocate if nbytes >= MIN_POOLED_BYTES else np.empty
+    return buffers.poisoned(allocate) if buffers.DEBUG_FILL else allocate
 
 
 @dataclass(frozen=True)
