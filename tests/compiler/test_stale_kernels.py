@@ -6,8 +6,11 @@ notebook does, with random cotangent seeds (all-ones seeds hide misplaced elemen
 NaN-filled fresh outputs (``TIDU_COMPILE_DEBUG_FILL``: an element never written cannot
 pass for a number), and compares every gradient with the ``ReferenceExecutor``'s.
 
-A test of a bug not fixed yet is ``xfail(strict=True)`` naming the bug: when the fix
-lands it passes, which fails the run (XPASS) until the marker goes.
+The stale kernels (a pad's or a slice's backward, a slice's offset, a disk entry of
+another program) are gone since object code is keyed by the text of the kernels it was
+compiled from (``compiler.kernel_code``); a traced op nothing reads is left out of the
+type check of a node memoized by its structure (``compiler.program.infer_output_types``);
+a cumulative product along an axis of extent 1 shifts nothing in (``ops.scan``).
 """
 
 from __future__ import annotations
@@ -26,37 +29,6 @@ import pytest
 import tidu_compile as tc
 from tidu_compile.compiler import buffers
 from tidu_compile.executors.compiled import CompiledExecutor
-
-STALE_PAD = (
-    "issue 25: the backward of a pad (a Slice of the cotangent) served by the shape class "
-    "of a pad with the same low widths and other high widths: the cotangent's row "
-    "length is baked in the kernel (folded into its offsets) but free in the class"
-)
-STALE_SLICE_KERNEL = (
-    "issue 25: a Slice kernel with a start past the first row, served by the shape class "
-    "of a slice of an array with other row lengths: its offset (start x row length) is "
-    "baked in the kernel but the row length is free in the class"
-)
-STALE_SLICE = (
-    "issue 25: the backward of a 1-d slice (a Pad) served by the shape class of a slice "
-    "with the same start and another length or input length: elements the first "
-    "program did not cover are never written"
-)
-STALE_DISK = (
-    "issue 25: a shape class's entry on disk serves programs the compiling process "
-    "compiled for themselves (the entry holds only representatives with free extents, "
-    "and is read before the program's own artifact): the code of another member runs, "
-    "unsoundly (NaN with the debug fill)"
-)
-DEAD_OP_IN_TRACE = (
-    "a node entry is keyed by RecordedGraph.structure (input and output keys), which "
-    "leaves out ops whose values are unused: a second trace whose dead op has other "
-    "shapes gets the first trace's entry, and its saved data fails the type check"
-)
-CUMPROD_EXTENT_1 = (
-    "CumProd's JVP shifts by one along the axis with a Pad that ops.indexing rejects "
-    "when the axis has extent 1 (an empty kept window): the reference raises too"
-)
 
 
 @pytest.fixture(autouse=True)
@@ -105,7 +77,6 @@ _RNG = np.random.default_rng(0)
 _A22, _A46, _A86 = (_RNG.standard_normal(s) for s in [(2, 2), (4, 6), (8, 6)])
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_PAD)
 @pytest.mark.parametrize(
     "calls",
     [
@@ -120,7 +91,6 @@ def test_pad_widths_through_one_executor(calls: list, traced: bool) -> None:
     assert _check_each(_fresh(), fn, calls, reference=_pad) == []
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_SLICE)
 @pytest.mark.parametrize("traced", [False, True], ids=["per-op", "function"])
 def test_a_narrower_slice_after_a_wider_one(traced: bool) -> None:
     """Issue 25: ``x[1:]`` then ``x[1:-1]`` on a fresh 4-vector: ``[0, 1, 1, 0]``."""
@@ -135,7 +105,6 @@ def test_a_narrower_slice_after_a_wider_one(traced: bool) -> None:
     np.testing.assert_array_equal(grads[1], [0.0, 1.0, 1.0, 0.0])
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_SLICE)
 @pytest.mark.parametrize(
     "calls",
     [
@@ -149,14 +118,12 @@ def test_a_slice_of_another_length_with_the_same_start(calls: list) -> None:
     assert _check_each(_fresh(), _slice, calls) == []
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_SLICE)
 def test_a_column_then_a_column_of_wider_rows() -> None:
     """The fuzzer's, 2-d: ``x[:, 1]`` of a 6 x 2 matrix, then of a 6 x 4 one."""
     calls = [(_RNG.standard_normal((6, 2)), ()), (_RNG.standard_normal((6, 4)), ())]
     assert _check_each(_fresh(), lambda x: x[:, 1], calls) == []
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_SLICE_KERNEL)
 def test_a_traced_slice_of_rows_of_another_length() -> None:
     """The fuzzer's, a forward value: ``x[1, 1:2]`` in a ``@tc.function`` of a 2 x 6
     matrix, then of a 2 x 4 one (the compiled forward reads element 7, not 5)."""
@@ -174,7 +141,6 @@ def test_a_traced_slice_of_rows_of_another_length() -> None:
 _GP_SCRIPT = Path(__file__).resolve().parent / "disk_cache_gp.py"
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_DISK)
 @pytest.mark.timeout(600)
 def test_the_disk_cache_script_ten_processes_on_one_cache(tmp_path: Path) -> None:
     """Issue 25's ``wrong_grad_from_disk_cache.py`` (N = 4): ten fresh interpreters, one
@@ -209,7 +175,6 @@ print(json.dumps({"wrong": wrong, "compiles": executor.stats.compiles}))
 """
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_DISK)
 def test_a_class_from_disk_serves_only_what_it_served_in_memory(tmp_path: Path) -> None:
     """The fuzzer's, shrunk from the disk-cache script: ``x[2]`` of a 4-vector, then of
     a 3-vector. The compiling process compiles both (the first's code spells its 4);
@@ -226,14 +191,12 @@ def test_a_class_from_disk_serves_only_what_it_served_in_memory(tmp_path: Path) 
     assert [r["wrong"] for r in runs] == [[], []], runs
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_SLICE)
 def test_one_element_then_a_longer_vector() -> None:
     """``x[2]`` of a 3-vector (no element after it), then of a 4-vector."""
     calls = [(_RNG.standard_normal(3), ()), (_RNG.standard_normal(4), ())]
     assert _check_each(_fresh(), lambda x: x[2], calls) == []
 
 
-@pytest.mark.xfail(strict=True, reason=DEAD_OP_IN_TRACE)
 def test_a_traced_function_with_an_unused_value_meets_a_new_shape() -> None:
     """The fuzzer's (a step whose value nothing reads): ``mean(x)`` is dead, ``y`` keeps
     its shape, ``x`` changes shape."""
@@ -254,7 +217,6 @@ def test_a_traced_function_with_an_unused_value_meets_a_new_shape() -> None:
         np.testing.assert_array_equal(grads[1], np.full((3, 1), 1.25))
 
 
-@pytest.mark.xfail(strict=True, reason=DEAD_OP_IN_TRACE)
 def test_a_traced_split_with_an_empty_piece_meets_a_new_batch() -> None:
     """The fuzzer's: ``array_split`` at index 0 makes an empty piece (a slice nothing
     reads once the join drops it); a new number of columns breaks the next call."""
@@ -268,7 +230,6 @@ def test_a_traced_split_with_an_empty_piece_meets_a_new_batch() -> None:
         np.testing.assert_array_equal(grad, seed)
 
 
-@pytest.mark.xfail(strict=True, reason=CUMPROD_EXTENT_1)
 @pytest.mark.parametrize(("shape", "axis"), [((1, 3), 0), ((3, 1), 1), ((), None)])
 def test_cumprod_along_an_axis_of_extent_1(shape: tuple[int, ...], axis: int | None) -> None:
     """The fuzzer's (the reference itself raised): the cumulative product of one

@@ -242,10 +242,6 @@ def _draw_cumulative(rng: Rng, a: tc.Tensor, b: tc.Tensor) -> Params:
 
 def _apply_cumulative(a: tc.Tensor, b: tc.Tensor, params: Params) -> tc.Tensor:
     name, axis = params
-    if name == "cumprod" and (a.size == 1 or axis is not None and a.shape[axis] == 1):
-        # A known bug, left out: its gradient raises on the reference too (tests/compiler/
-        # test_stale_kernels.py::test_cumprod_along_an_axis_of_extent_1, xfail).
-        raise ValueError("cumprod along an axis of extent 1")
     return (tc.cumsum if name == "cumsum" else tc.cumprod)(a, axis=axis)
 
 

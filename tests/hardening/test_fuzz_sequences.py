@@ -8,7 +8,8 @@ or static parameters (slice bounds, pad widths, offsets, indices, axes). Per seq
    per-op or as one ``@tc.function`` (``sequence_check``); every output and gradient
    must match the ``ReferenceExecutor``'s;
 2. a second executor on the same disk cache (and a fresh ``@tc.function``) runs them
-   again in reverse order: programs served by a shape class loaded from disk;
+   again in reverse order: programs whose artifacts, or their kernels' object code,
+   come from disk;
 3. across processes (``sequence_worker``): a first interpreter fills a disk cache,
    two more load it and run the same sequences, in order and in reverse order.
 
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fuzz_report import FuzzCounts, case_count, first_seed, scale, timeout_seconds
+from fuzz_report import FuzzCounts, case_count, first_seed, timeout_seconds
 from fuzz_sequence_steps import KINDS
 from fuzz_sequences import make_sequence
 from sequence_check import MODES, check, check_twice, reference_outcome
@@ -67,28 +68,11 @@ def poisoned(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-#: The chunks that fail on today's code at the default seed and scale, with the bugs
-#: their seeds meet (shrunk in ``tests/compiler/test_stale_kernels.py``, named there).
-#: Strict: a chunk whose bugs are fixed passes, which fails the run until its entry goes.
-KNOWN_FAILURES = {
-    ("per-op", 1): "seeds 92, 352 (array_split pieces): STALE_SLICE",
-    ("per-op", 4): "seed 378 (x[:, 1] of wider rows): STALE_SLICE",
-    ("function", 0): "seed 121 (a traced x[1, 1:2] of shorter rows): STALE_SLICE_KERNEL",
-    ("function", 3): "seed 77 (pad widths (2, 3)): STALE_PAD; seed 197 (an empty split "
-    "piece): DEAD_OP_IN_TRACE",
-    ("function", 4): "seed 179 (an unused take): DEAD_OP_IN_TRACE",
-}
 
 
 def _chunks() -> list[Any]:
-    default = first_seed() == 0 and scale() == 1.0  # the seeds KNOWN_FAILURES is about
-    return [
-        pytest.param(mode, chunk, id=f"{mode}-{chunk}", marks=pytest.mark.xfail(
-            default and (mode, chunk) in KNOWN_FAILURES, strict=True,
-            reason=f"issue 25: {KNOWN_FAILURES.get((mode, chunk))}",
-        ))
-        for mode in MODES for chunk in range(CHUNKS)
-    ]  # fmt: skip
+    return [pytest.param(mode, chunk, id=f"{mode}-{chunk}")
+            for mode in MODES for chunk in range(CHUNKS)]  # fmt: skip
 
 
 @pytest.mark.timeout(timeout_seconds(300))

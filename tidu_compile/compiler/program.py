@@ -110,17 +110,33 @@ def infer_output_types(
 ) -> tuple[TensorType, ...]:
     """The types of ``recorded``'s outputs for inputs of ``input_types`` (its type rules).
 
+    Only the ops the outputs depend on are typed: a recorded graph is memoized by its
+    structure (its input and output keys), which an op nothing reads is not part of, so
+    another graph of the same structure may hold that op with other shapes.
+
     Raises ``UnsupportedNode`` for ops without a type rule, and the rule's own
     ``ValueError``/``TypeError`` when the inputs do not type-check.
     """
     graph = recorded.graph
     types: dict[int, TensorType] = dict(zip(graph.inputs, input_types, strict=True))
-    for node in graph.operations:
+    for node in _live_operations(graph):
         if not all(isinstance(ref, Local) for ref in node.inputs):
             raise UnsupportedNode(f"{recorded!r} reads values of another graph")
         outputs = _infer(node.operation, [types[ref.id] for ref in node.inputs])  # type: ignore[union-attr]
         types.update(zip(node.outputs, outputs, strict=True))
     return tuple(types[i] for i in graph.outputs)
+
+
+def _live_operations(graph: Any) -> list[Any]:
+    """The operations of ``graph`` its outputs depend on, in order."""
+    live = set(graph.outputs)
+    kept = []
+    for node in reversed(graph.operations):
+        if live.intersection(node.outputs):
+            kept.append(node)
+            live.update(ref.id for ref in node.inputs if isinstance(ref, Local))
+    kept.reverse()
+    return kept
 
 
 def build_program(

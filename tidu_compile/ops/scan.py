@@ -120,9 +120,12 @@ class LinearScan(_AlongAxis):
     def _shift(self, b, x, value: float, forward: bool) -> int:  # type: ignore[no-untyped-def]
         """``x_{i-1}`` (``forward``, in the scan's direction) or ``x_{i+1}``, with
         ``value`` where nothing moves in; ``x`` is a primal value."""
+        from tidu_compile.ops.elementwise import FullLike
         from tidu_compile.ops.indexing import Pad, Slice
 
         n = self.shape[self.axis]
+        if n <= 1:  # nothing moves along the axis: every element is ``value``
+            return apply(b, FullLike(value), [x])
         later = forward != self.reverse  # moves toward larger indices
         cut = tuple(n - 1 if d == self.axis else s for d, s in enumerate(self.shape))
         start = tuple(0 if later or d != self.axis else 1 for d in range(len(self.shape)))
