@@ -16,7 +16,8 @@ workload make room for the next one's.
 
 A debug mode poisons fresh outputs: with ``TIDU_COMPILE_DEBUG_FILL=nan`` (read once, at
 import, into ``DEBUG_FILL``) every buffer a plan allocates for a kernel or library
-output, small or pooled, starts filled with ``poison(dtype)``: NaN for floats (in both
+output, small or pooled, and every private partial output of a kernel run in chunks on
+threads (``compiler.parallel``), starts filled with ``poison(dtype)``: NaN for floats (in both
 parts of complex values), the most negative integer for signed integers (the largest for
 unsigned ones), ``True`` for bools. An element a kernel should write but does not then
 shows as NaN (or as an absurd integer) instead of passing for a number that happened

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import forksafe
+from tidu_compile.compiler import buffers
 
 __all__ = [
     "CHUNK_WORK", "COMBINE", "PARALLEL_WORK", "ChunkedKernel", "run_chunked", "thread_count",
@@ -200,8 +201,9 @@ def _run(
     combine the private copies of ``outputs[j]``, ``j in partial``, by ``combiners``
     (one per partial output; empty: all ``add``)."""
     bounds = chunk_bounds(extent, chunks)
+    fresh = buffers.poisoned(np.empty) if buffers.DEBUG_FILL else np.empty
     private: list[list[np.ndarray]] = [
-        [np.empty_like(outputs[j]) for j in partial] for _ in range(chunks - 1)
+        [fresh(outputs[j].shape, outputs[j].dtype) for j in partial] for _ in range(chunks - 1)
     ]
 
     def run_chunk(index: int) -> None:
