@@ -76,6 +76,30 @@ _F64 = np.dtype(np.float64)
 #: ``stats.errors`` keeps this many of the most recent compile errors.
 _MAX_ERRORS = 100
 
+#: ``_route``'s answer for a node a background worker compiles.
+_IN_BACKGROUND = object()
+
+
+def _signature(
+    seeds: Sequence[Any], saved: Sequence[Any], needed: tuple[bool, ...] | None
+) -> Hashable | None:
+    """A node's plan key: the shapes and dtypes of its seeds and saved values and the
+    cotangents it computes; None for operands that are not arrays (a user's own operand
+    type), ``TypeError`` for a seed that is not an array among saved arrays."""
+    try:
+        return (
+            tuple([(s.shape, s.dtype) for s in seeds]),
+            tuple([None if v is None else (v.shape, v.dtype) for v in saved]),
+            needed,
+        )
+    except AttributeError:
+        for index, seed in enumerate(seeds):
+            if not hasattr(seed, "shape") and any(hasattr(v, "shape") for v in saved):
+                raise TypeError(
+                    f"cotangent_out[{index}]: expected an array, got {type(seed).__name__}"
+                ) from None
+        return None
+
 
 class CompiledExecutor(BackwardExecutor):
     """Runs backward nodes as JIT-compiled native kernels, cached in memory and on disk.
@@ -203,11 +227,12 @@ class CompiledExecutor(BackwardExecutor):
         needed: tuple[bool, ...] | None = None,
     ) -> list[Any]:
         """The protocol's method; ``needed`` (from ``run_transposed_linear_for``) selects
-        a plan that computes only those inputs' cotangents."""
+        a plan that computes only those inputs' cotangents. ``_route`` decides where the
+        node runs; this only runs it."""
         if len(cotangent_out) != len(linear.tangent_outputs):
             raise cotangent_count_error(linear, cotangent_out)
         entry = self._entries_by_linear.get(id(linear))
-        if entry is None or entry.linear is not linear:
+        if entry is None or entry.linear is not linear:  # not linearized here
             return self._run_reference(linear, cotangent_out, external_data, ctx)
         seeds = (
             cotangent_out
@@ -220,22 +245,29 @@ class CompiledExecutor(BackwardExecutor):
             results = self._run_last(entry, last, seeds, external_data)
             if results is not None:
                 return results
+        route = self._route(entry, seeds, external_data, needed)
+        if type(route) is CompiledPlan:
+            return self._run_plan(route, seeds, external_data)
+        background = route is _IN_BACKGROUND
+        return self._run_reference(linear, cotangent_out, external_data, ctx, not background)
+
+    def _route(
+        self,
+        entry: NodeEntry,
+        seeds: Sequence[Any],
+        external_data: Mapping[ValueKey, Any],
+        needed: tuple[bool, ...] | None,
+    ) -> Any:
+        """Where the node runs with these arguments: its ``CompiledPlan`` (found in memory,
+        loaded or compiled, or a background compile's, once done), ``_IN_BACKGROUND``
+        (a worker compiles it: the reference path meanwhile) or ``REFERENCE_ONLY`` (the
+        reference path: it cannot be compiled, or its operands are not arrays)."""
         if not entry.retained_known:
             self._learn_retained(entry, external_data)
         saved = [external_data.get(k) for k in entry.saved_order]
-        try:  # the cache key: shapes and dtypes of every argument
-            signature = (
-                tuple([(s.shape, s.dtype) for s in seeds]),
-                tuple([None if v is None else (v.shape, v.dtype) for v in saved]),
-                needed,
-            )
-        except AttributeError:  # not arrays: a user's own operand type, or a mistake
-            for index, seed in enumerate(seeds):
-                if not hasattr(seed, "shape") and any(hasattr(v, "shape") for v in saved):
-                    raise TypeError(
-                        f"cotangent_out[{index}]: expected an array, got {type(seed).__name__}"
-                    ) from None
-            return self._run_reference(linear, cotangent_out, external_data, ctx)
+        signature = _signature(seeds, saved, needed)
+        if signature is None:
+            return REFERENCE_ONLY
         compiled: Any = entry.plans.get(signature)
         if compiled is None:
             compiled = self._compile(entry, signature, seeds, saved, needed)
@@ -247,11 +279,15 @@ class CompiledExecutor(BackwardExecutor):
             compiled = self._settle(entry, signature, compiled)
             if type(compiled) is PendingPlan:  # its native code is not ready yet
                 self.stats.background_runs += 1
-                return self._run_reference(linear, cotangent_out, external_data, ctx, False)
-        if compiled is REFERENCE_ONLY:
-            return self._run_reference(linear, cotangent_out, external_data, ctx)
-        if entry.plans.get(signature) is compiled:  # not evicted at once (a byte bound)
-            entry.last, entry.last_key = compiled, (entry, signature)
+                return _IN_BACKGROUND
+        if type(compiled) is CompiledPlan and entry.plans.get(signature) is compiled:
+            entry.last, entry.last_key = compiled, (entry, signature)  # not evicted at once
+        return compiled
+
+    def _run_plan(
+        self, compiled: CompiledPlan, seeds: Sequence[Any], external_data: Mapping[ValueKey, Any]
+    ) -> list[Any]:
+        """Run a node's plan on its seeds and saved values (types known to fit)."""
         args = [seeds[i] if key is None else external_data.get(key)
                 for i, key in compiled.arg_sources]  # fmt: skip
         if compiled.fallbacks:
