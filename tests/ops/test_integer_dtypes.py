@@ -136,6 +136,24 @@ UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
     "astype_int32": (lambda x: x.astype(np.int32), lambda x: x.astype(np.int32)),
     "astype_float64": (lambda x: x.astype(np.float64), lambda x: x.astype(np.float64)),
     "astype_bool": (lambda x: x.astype(bool), lambda x: x.astype(bool)),
+    "conj": (tc.conj, np.conj),
+    "real": (tc.real, np.real),
+    "imag": (tc.imag, np.imag),
+}
+
+#: Contractions of a 2 x 4 and a 4 x 2 operand (both of ``values``): exact for integers
+#: and bools, as numpy's (never through float64).
+CONTRACTIONS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]] = {
+    "matmul": (operator.matmul, np.matmul),
+    "dot": (tc.dot, np.dot),
+    "tensordot": (lambda a, b: tc.tensordot(a, b, 1), lambda a, b: np.tensordot(a, b, 1)),
+    "inner": (lambda a, b: tc.inner(a, b.T), lambda a, b: np.inner(a, b.T)),
+    "outer": (tc.outer, np.outer),
+    "vdot": (lambda a, b: tc.vdot(a, b.T), lambda a, b: np.vdot(a, b.T)),
+    "einsum": (lambda a, b: tc.einsum("ij,jk->ik", a, b),
+               lambda a, b: np.einsum("ij,jk->ik", a, b)),  # fmt: skip
+    "einsum_sum": (lambda a, b: tc.einsum("ij,jk->", a, b),
+                   lambda a, b: np.einsum("ij,jk->", a, b)),  # fmt: skip
 }
 
 REDUCTIONS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
@@ -192,6 +210,17 @@ def test_eager_reductions_follow_numpy(name: str) -> None:
     ours, theirs = REDUCTIONS[name]
     for dtype in DTYPES:
         _check(f"{name}({dtype})", ours, theirs, values(dtype).reshape(2, 4))
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTIONS))
+def test_eager_contractions_follow_numpy(name: str) -> None:
+    ours, theirs = CONTRACTIONS[name]
+    for left in DTYPES:
+        for right in DTYPES:
+            if np.result_type(left, right).kind == "f":
+                continue  # float contractions run on BLAS: other rounding, other tests
+            a, b = values(left).reshape(2, 4), values(right, second=True).reshape(4, 2)
+            _check(f"{name}({left}, {right})", ours, theirs, a, b)
 
 
 def test_the_issue_reproductions() -> None:

@@ -116,11 +116,13 @@ def _diagonals(t: Tensor, labels: Labels) -> tuple[Tensor, Labels]:
 
 
 def _sum_out(t: Tensor, labels: Labels, keep: set[str]) -> tuple[Tensor, Labels]:
-    """Sum the dimensions whose labels are not in ``keep``."""
+    """Sum the dimensions whose labels are not in ``keep`` (for bools, numpy's logical
+    sum: an or, ``ReduceMax``)."""
     axes = tuple(d for d, k in enumerate(labels) if k not in keep)
     if not axes:
         return t, labels
-    total = apply1(ops.ReduceSum(axes, t.shape), t)
+    reduce = ops.ReduceMax if t.dtype == np.bool_ else ops.ReduceSum
+    total = apply1(reduce(axes, t.shape), t)
     return total, [k for k in labels if k in keep]
 
 

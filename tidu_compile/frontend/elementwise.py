@@ -206,20 +206,23 @@ def sincos(x: Any) -> tuple[Tensor, Tensor]:
 
 
 def conj(x: Any) -> Tensor:
-    """The complex conjugate (``x`` itself for real values)."""
-    x = unary_input(x)
+    """The complex conjugate: ``x`` itself, of its dtype, for real and integer values;
+    for bools numpy's ``conjugate`` has no loop and gives int8."""
+    x = as_tensor(x)
+    if x.dtype.kind == "b":
+        return astype(x, np.int8)
     return apply1(ops.Conj(), x) if x.dtype.kind == "c" else x
 
 
 def real(x: Any) -> Tensor:
-    """The real part (``x`` itself for real values)."""
-    x = unary_input(x)
+    """The real part (``x`` itself for real, integer and bool values)."""
+    x = as_tensor(x)
     return apply1(ops.Real(), x) if x.dtype.kind == "c" else x
 
 
 def imag(x: Any) -> Tensor:
-    """The imaginary part (zeros for real values)."""
-    x = unary_input(x)
+    """The imaginary part (zeros of ``x``'s dtype for real, integer and bool values)."""
+    x = as_tensor(x)
     if x.dtype.kind == "c":
         return apply1(ops.Imag(), x)
     return Tensor(np.zeros(x.shape, dtype=x.dtype))

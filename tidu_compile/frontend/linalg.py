@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
-from tidu_compile.frontend.promotion import astype, broadcast_to, float_dtype
+from tidu_compile.frontend.promotion import astype, broadcast_to, contraction_dtype
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
 
 __all__ = ["dot", "matmul", "outer"]
@@ -18,7 +18,7 @@ def matmul(a: Any, b: Any) -> Tensor:
     a_t, b_t = (as_tensor(a), as_tensor(b))
     if a_t.ndim == 0 or b_t.ndim == 0:
         raise ValueError("matmul: operands must have at least one dimension (use * for scalars)")
-    a_t, b_t = _same_float_dtype(a_t, b_t)
+    a_t, b_t = _same_dtype(a_t, b_t)
     k_a = a_t.shape[-1]
     k_b = b_t.shape[0] if b_t.ndim == 1 else b_t.shape[-2]
     if k_a != k_b:
@@ -44,8 +44,8 @@ def matmul(a: Any, b: Any) -> Tensor:
     return apply1(op, a_t, b_t)
 
 
-def _same_float_dtype(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-    dtype = float_dtype(np.result_type(a.dtype, b.dtype))
+def _same_dtype(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    dtype = contraction_dtype(a.dtype, b.dtype)
     return astype(a, dtype), astype(b, dtype)
 
 
@@ -53,7 +53,7 @@ def dot(a: Any, b: Any) -> Tensor:
     """numpy's ``dot``: a product with a 0-d operand; otherwise the sum over the last
     axis of ``a`` and the second-to-last of ``b`` (the last, for 1-d ``b``), the result
     having ``a``'s other axes then ``b``'s (no batching, unlike ``matmul``)."""
-    a_t, b_t = _same_float_dtype(as_tensor(a), as_tensor(b))
+    a_t, b_t = _same_dtype(as_tensor(a), as_tensor(b))
     if a_t.ndim == 0 or b_t.ndim == 0:
         return a_t * b_t
     b_axis = max(b_t.ndim - 2, 0)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
-from tidu_compile.frontend.promotion import astype, float_dtype
+from tidu_compile.frontend.promotion import astype, contraction_dtype
 from tidu_compile.frontend.shapes import reshape, transpose
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
 
@@ -18,9 +18,10 @@ __all__ = ["cross", "dot", "inner", "kron", "outer", "tensordot", "vdot"]
 
 
 def promoted(*values: Any) -> list[Tensor]:
-    """``values`` as tensors of their common float or complex dtype."""
+    """``values`` as tensors of the dtype their contraction computes in
+    (``promotion.contraction_dtype``: integers stay exact)."""
     tensors = [as_tensor(v) for v in values]
-    dtype = float_dtype(np.result_type(*(t.dtype for t in tensors)))
+    dtype = contraction_dtype(*(t.dtype for t in tensors))
     return [astype(t, dtype) for t in tensors]
 
 
@@ -86,7 +87,8 @@ def vdot(a: Any, b: Any) -> Tensor:
     x, y = promoted(a, b)
     if x.size != y.size:
         raise ValueError(f"vdot: vectors have different lengths ({x.size} and {y.size})")
-    return contract(reshape(conj(x), (x.size,)), reshape(y, (y.size,)), (0,), (0,))
+    x = conj(x) if x.dtype.kind == "c" else x  # (numpy conjugates bools to int8)
+    return contract(reshape(x, (x.size,)), reshape(y, (y.size,)), (0,), (0,))
 
 
 def kron(a: Any, b: Any) -> Tensor:

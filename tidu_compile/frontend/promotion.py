@@ -44,6 +44,14 @@ def float_dtype(dtype: np.dtype) -> np.dtype:
     return dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
+def contraction_dtype(*dtypes: np.dtype) -> np.dtype:
+    """The dtype a contraction (``matmul``, ``dot``, ``tensordot``...) of operands of
+    ``dtypes`` computes in: numpy's result type, exact for integers (``int64 @ int64`` is
+    int64) and bools (an or of ands, as numpy's)."""
+    dtype = np.result_type(*dtypes)
+    return dtype if dtype.kind in "iub" else float_dtype(dtype)
+
+
 def keep(dtype: np.dtype) -> np.dtype:
     """``dtype`` itself: for ops with a loop for every dtype (``compare``, ``where``)."""
     return dtype

@@ -34,6 +34,10 @@ from tidu_compile.ops.base import (
     primitive,
 )
 
+#: What ``DotGeneral`` contracts: floats and complex values on BLAS, integers and bools
+#: exactly (numpy's matmul loops: a bool product is an or of ands).
+CONTRACTION_DTYPES = (*DIFFERENTIABLE_DTYPES, *INTEGER_DTYPES, "bool")
+
 #: What the layout ops (``BroadcastInDim``, ``Reshape``, ``Transpose``) move: values to
 #: differentiate, and integer and bool values (indices, masks, counts), which inside a
 #: ``tidu_compile.function`` must stay in the traced graph. Integer and bool values
@@ -248,6 +252,7 @@ class DotGeneral(TensorOp):
     lhs_shape: tuple[int, ...]
     rhs_shape: tuple[int, ...]
     input_count = 2
+    allowed_dtypes: ClassVar[tuple[str, ...]] = CONTRACTION_DTYPES
 
     def __post_init__(self) -> None:
         # Rank check first: the size check below indexes the shapes with these dims.
@@ -292,7 +297,7 @@ class DotGeneral(TensorOp):
         _check_operand_shape(self, rhs, self.rhs_shape)
         if lhs.dtype != rhs.dtype:
             raise TypeError(f"{self!r}: lhs has dtype {lhs.dtype}, rhs has {rhs.dtype}")
-        self.check_dtype(lhs, DIFFERENTIABLE_DTYPES, "lhs")
+        self.check_dtype(lhs, self.allowed_dtypes, "lhs")
         return (TensorType(self.shape, lhs.dtype),)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
