@@ -22,6 +22,7 @@ from tidu_compile.backend.jit import dump_stage, llvm_ir_text
 from tidu_compile.backend.kernel_hints import (
     ATTRIBUTE_GROUP,
     HEAVY_LOOP_INSTRUCTIONS,
+    INTERLEAVED_INSTRUCTIONS,
     add_kernel_hints,
 )
 from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
@@ -64,6 +65,22 @@ def _function(name: str, loops: list[list[str]]) -> str:
         "  ret void",
         "}",
     ])  # fmt: skip
+
+
+def test_huge_loops_are_interleaved_less_then_not_at_all() -> None:
+    """The interleaved body stays within ``INTERLEAVED_INSTRUCTIONS``: a loop of a
+    quarter of it (its branch counted) gets the full count 4, of half of it 2, of more
+    than all of it none."""
+    text = "\n\n".join([
+        _function(f"k{n}", [_loop("h1", n - 1, "after")])  # n instructions with the br
+        for n in (INTERLEAVED_INSTRUCTIONS // 4, INTERLEAVED_INSTRUCTIONS // 2,
+                  INTERLEAVED_INSTRUCTIONS + 1)
+    ]) + "\n"  # fmt: skip
+    out = add_kernel_hints(text, TUNING)
+    assert '!0 = !{!"llvm.loop.interleave.count", i32 2}' in out
+    assert '!1 = !{!"llvm.loop.interleave.count", i32 4}' in out
+    assert "!2 = distinct !{!2, !1}" in out and "!3 = distinct !{!3, !0}" in out
+    assert out.count("!llvm.loop !") == 2  # the largest loop is left as it is
 
 
 def test_heavy_innermost_loops_get_the_interleave_count() -> None:
