@@ -39,7 +39,8 @@ TABLE_OPS: dict[str, type[ops.TensorOp]] = {
     and p is not ops.StopGradient  # its derivative is 0 by definition, not by calculus
 }  # fmt: skip
 
-#: Zero-derivative ops: fuzzed as ``x + op(x)``.
+#: Zero-derivative ops (and those without a derivative: ``floor_divide``): fuzzed as
+#: ``x + op(x)``.
 _FLAT = ("floor", "ceil", "round", "trunc", "sign")
 
 
@@ -71,4 +72,5 @@ def table_step(name: str, a: tc.Tensor, b: tc.Tensor) -> tc.Tensor:
         except ValueError:
             mapped[1] = tc.mean(mapped[1])  # shapes that do not broadcast: a scalar
     result = function(*mapped)
-    return mapped[0] + result if name in _FLAT else result
+    flat = name in _FLAT or not getattr(primitive, "differentiable", True)
+    return mapped[0] + result if flat else result
