@@ -17,7 +17,7 @@ import time
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tidu_compile.backend.array_entry import ENTRY_SUFFIX
+from tidu_compile.backend.array_abi import ENTRY_SUFFIX
 from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
 from tidu_compile.compiler.native import _COMPILE_LOCK, Artifact, CodegenRefused
 from tidu_compile.compiler.objects import ObjectStore
