@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tidu_compile.backend.array_abi import ENTRY_SUFFIX
 from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
-from tidu_compile.compiler.native import _COMPILE_LOCK, Artifact, CodegenRefused
+from tidu_compile.compiler.native import COMPILE_LOCK, Artifact, CodegenRefused
 from tidu_compile.compiler.objects import ObjectStore
 from tidu_compile.compiler.plan_builder import build_plan
 from tidu_compile.compiler.program import NodeProgram
@@ -87,7 +87,7 @@ def compile_program(
 
     seconds: dict[str, float] = {}
     generated = False
-    with _COMPILE_LOCK:
+    with COMPILE_LOCK:
         start = time.perf_counter()
         module = import_stage(program, f"tidu_{digest[:24]}")
         seconds["tidu"] = time.perf_counter() - start
