@@ -10,8 +10,8 @@
     tidu-compile bench --quick --workload W1,W3 --json out.json
     tidu-compile demo --example logistic_regression
 
-``dump``, ``opt --emit`` and ``passes`` read the executor's stage table
-(``compiler.stages``): they show the IR and the passes the executor compiles with.
+``dump`` and ``opt --emit`` walk the executor's stage table (``compiler.stages``) and
+``passes`` lists it: they show the IR and the passes the executor compiles with.
 User mistakes (missing file, bad shape spec, unknown stage, pass or argument, malformed
 IR) print one line on stderr and exit with status 2; no traceback.
 """
@@ -198,9 +198,8 @@ def command_dump(args: argparse.Namespace) -> None:
 def command_opt(args: argparse.Namespace) -> None:
     from xdsl.parser import Parser
 
-    from tidu_compile.compiler.pipeline import lower_through
     from tidu_compile.compiler.ssa_order import check_ssa_order
-    from tidu_compile.compiler.stages import run_passes, tidu_context
+    from tidu_compile.compiler.stages import RunOptions, run_passes, tidu_context, walk
 
     if args.passes and args.emit:
         raise CliError("-p and --emit exclude each other (--emit runs the executor's passes)")
@@ -222,7 +221,7 @@ def command_opt(args: argparse.Namespace) -> None:
     after_pass = show if args.print_between_passes else None
     try:
         if args.emit:
-            print(lower_through(module, args.start, args.emit, after_pass))
+            print(walk(module, args.start, args.emit, RunOptions(after_pass=after_pass)))
             return
         if args.passes:
             run_passes(module, args.passes, context, after_pass)
@@ -237,8 +236,8 @@ def command_passes(args: argparse.Namespace) -> None:
 
     from tidu_compile.compiler.stages import PIPELINE
 
-    print("The executor's pipeline (dump --stage NAME prints a stage's IR; opt --emit NAME")
-    print("runs the passes up to it):")
+    print("The executor's pipeline (dump --stage NAME prints the IR of a stage but codegen;")
+    print("opt --emit NAME runs the stages up to it):")
     for stage in PIPELINE:
         print(f"  {stage.name:11} {stage.how()}")
     print()
@@ -276,11 +275,12 @@ def _first_line(error: BaseException) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from tidu_compile.tools.examples import EXAMPLES
 
-    from tidu_compile.compiler.stages import PIPELINE, STAGE_NAMES
+    from tidu_compile.compiler.stages import PIPELINE
 
     parser = argparse.ArgumentParser(prog="tidu-compile", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
+    printable = [s.name for s in PIPELINE if s.kind != "object"]  # codegen: object code
     examples = "; ".join(f"{e.name}: {e.description.replace('``', '').rstrip('.')}"
                          for e in EXAMPLES.values())  # fmt: skip
     dump = sub.add_parser("dump", help="dump the IR of every backward node at one stage")
@@ -291,20 +291,20 @@ def build_parser() -> argparse.ArgumentParser:
                       help="one per argument of the target, e.g. x=256x512:f32; dtypes "
                       f"{', '.join(DTYPES)}, and {', '.join(LABEL_DTYPES)} for labels "
                       f"(random integers in [0, {LABEL_BOUND}), no gradient)")
-    dump.add_argument("--stage", required=True, choices=STAGE_NAMES)
+    dump.add_argument("--stage", required=True, choices=printable)
     dump.add_argument("--node", type=int, help="only this node (backward order)")
     dump.add_argument("--format", choices=("text", "dot"), default="text")
     dump.add_argument("--dtype", choices=tuple(DTYPES), default="f64", help="for --example")
     dump.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
     dump.set_defaults(run=command_dump)
 
-    ir_stages = [s.name for s in PIPELINE if s.kind != "graph"]
+    ir_stages = [s.name for s in PIPELINE if s.kind not in ("graph", "object")]
     mlir_stages = [s.name for s in PIPELINE if s.kind == "mlir"]
     opt = sub.add_parser("opt", help="parse IR text, run passes, print")
     opt.add_argument("file")
     opt.add_argument("-p", "--passes", default="", help="comma-separated pass pipeline")
     opt.add_argument("--emit", choices=ir_stages,
-                     help="run the executor's passes from --from up to this stage")
+                     help="run the executor's stages from --from up to this stage")
     opt.add_argument("--from", dest="start", choices=mlir_stages, default="tidu",
                      help="the stage of the input IR, for --emit (default: tidu)")
     opt.add_argument("--print-between-passes", action="store_true")

@@ -5,7 +5,8 @@ reference executor, and records for every tape node what the compiled executor i
 handed at that point (the node's graph and active output slots, the cotangents' types,
 the saved and retained values, the needed-inputs mask); ``BackwardNode.program()`` then
 builds the program from those with ``node_program``, the function the executor compiles
-with, and ``stage_text`` takes it through the executor's stage table::
+with, and ``stage_text`` walks it through the executor's stage table (a graph stage is
+read off the node the same way)::
 
     >>> for node in backward_nodes(loss):                  # doctest: +SKIP
     ...     print(stage_text(node, "fused"))
@@ -21,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, linear_transpose
+from tidu_compile.ad import LinearizedGraph, PrimitiveGraph
 from tidu_compile.compiler.program import (
     NodeProgram,
     needed_mask,
@@ -139,28 +140,24 @@ def backward_nodes(loss: Any) -> list[BackwardNode]:
 
 
 def stage_text(node: BackwardNode, stage_name: str, fmt: str = "text") -> str:
-    """The IR of ``node`` at ``stage_name`` as text (or Graphviz for the graph stages).
+    """The IR of ``node`` at ``stage_name`` as text (or Graphviz for the graph stages),
+    walked through the executor's stage table (``compiler.stages.walk``).
 
     A node the compiled executor runs on numpy (a zero-size value) prints as one comment
     saying so.
     """
-    from tidu_compile.compiler import pipeline
     from tidu_compile.compiler.program import UnsupportedNode
+    from tidu_compile.compiler.stages import RunOptions, walk
 
-    stage(stage_name)  # ValueError naming the stages
+    if stage(stage_name).kind == "object":
+        raise ValueError(f"stage {stage_name!r} is object code: it has no text")
     if fmt == "dot" and stage_name not in GRAPH_STAGES:
         raise ValueError(f"--format dot draws only the graph stages ({', '.join(GRAPH_STAGES)})")
     if stage_name in GRAPH_STAGES:
-        graph = {
-            "graph": lambda: node.recorded.graph,
-            "linear": lambda: node.linear.graph,
-            "transposed": lambda: linear_transpose(node.linear).graph,
-        }[stage_name]()
         render: Any = graph_to_dot if fmt == "dot" else graph_to_text
-        return str(render(graph, f"{stage_name}_{node.index}"))
+        return str(render(walk(node, "node", stage_name), f"{stage_name}_{node.index}"))
     try:
         program = node.program()
     except UnsupportedNode as error:
         return f"// not compiled, the reference executor runs this node: {error}"
-    module = pipeline.import_stage(program, f"node{node.index}")
-    return str(pipeline.lower_through(module, "tidu", stage_name))
+    return str(walk(program, "program", stage_name, RunOptions(function=f"node{node.index}")))

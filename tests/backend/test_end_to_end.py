@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from tidu_compile.backend.jit import CompiledObject, compile_module, load
-from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
+from tidu_compile.backend.jit import CompiledObject, load
 from tidu_compile.backend.target import vector_math_abi
+from tidu_compile.compiler.stages import RunOptions, lower_to_llvm_dialect, walk
 
 _counter = itertools.count()
 
@@ -39,7 +39,7 @@ def jit(
     """Compile ``@name`` under a fresh symbol: a void(ptr..., i64) caller and the object."""
     symbol = f"{name}_{next(_counter)}"
     module = lower_to_llvm_dialect(parse(source.replace(f"@{name}(", f"@{symbol}(")))
-    obj = compile_module(module, vector_math=vector_math)
+    obj = walk(module, "llvm", "codegen", RunOptions(vector_math=vector_math))
     if not vector_math:
         assert not obj.vector_math
     address = load(obj, [symbol])[symbol]

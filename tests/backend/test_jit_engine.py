@@ -16,16 +16,15 @@ from xdsl.dialects.builtin import ModuleOp
 from tidu_compile.backend.elf import read_elf_symbols
 from tidu_compile.backend.engine import JitEngine
 from tidu_compile.backend.jit import (
-    STAGES,
     CompiledObject,
     DuplicateSymbolError,
     UnresolvedSymbolError,
-    compile_module,
-    dump_stage,
     load,
 )
-from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
 from tidu_compile.backend.target import host_target, vector_math_abi
+from tidu_compile.compiler.stages import PIPELINE, RunOptions, lower_to_llvm_dialect, walk
+
+TEXT_STAGES = [s.name for s in PIPELINE if s.kind == "text"]  # llvm-ir, opt-ir, asm
 
 _counter = itertools.count()
 
@@ -42,10 +41,11 @@ SCALE = read_kernel("scale")
 
 
 def _compile(parse: Callable[[str], ModuleOp], source: str, name: str,
-             vector_math: bool | None = False) -> tuple[str, CompiledObject]:
+             vector_math: bool | None = False,
+             seconds: dict[str, float] | None = None) -> tuple[str, CompiledObject]:
     symbol = f"{name}_{next(_counter)}"
     module = lower_to_llvm_dialect(parse(source.replace(f"@{name}(", f"@{symbol}(")))
-    return symbol, compile_module(module, vector_math=vector_math)
+    return symbol, walk(module, "llvm", "codegen", RunOptions(vector_math=vector_math), seconds)
 
 
 def test_missing_external_symbol_raises(parse: Callable[[str], ModuleOp]) -> None:
@@ -61,11 +61,11 @@ def test_missing_symbol_does_not_crash_a_fresh_process() -> None:
         f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})",
         "from conftest import make_context",
         "from xdsl.parser import Parser",
-        "from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect",
-        "from tidu_compile.backend.jit import compile_module, load, UnresolvedSymbolError",
+        "from tidu_compile.compiler.stages import lower_to_llvm_dialect, walk",
+        "from tidu_compile.backend.jit import load, UnresolvedSymbolError",
         f"m = lower_to_llvm_dialect(Parser(make_context(), {CALLS_MISSING!r}).parse_module())",
         "try:",
-        "    load(compile_module(m), ['calls_missing'])",
+        "    load(walk(m, 'llvm', 'codegen'), ['calls_missing'])",
         "except UnresolvedSymbolError as e:",
         "    print('raised', e)",
     ])
@@ -102,9 +102,10 @@ def test_loaded_kernel_runs_and_is_findable(parse: Callable[[str], ModuleOp]) ->
 
 
 def test_compiled_object_metadata(parse: Callable[[str], ModuleOp]) -> None:
-    symbol, obj = _compile(parse, SCALE, "scale")
-    assert set(obj.timings) == {"llvm-ir", "opt-ir", "codegen"}
-    assert all(t > 0 for t in obj.timings.values())
+    seconds: dict[str, float] = {}
+    symbol, obj = _compile(parse, SCALE, "scale", seconds=seconds)
+    assert set(seconds) == {"llvm-ir", "opt-ir", "codegen"}
+    assert all(t > 0 for t in seconds.values())
     assert obj.defined == (symbol, symbol + ".arrays")  # the kernel and its array-object twin
     assert "exp" in obj.undefined and not obj.vector_math
     host = host_target()
@@ -118,10 +119,10 @@ def test_read_elf_symbols_rejects_other_formats() -> None:
         read_elf_symbols(b"\xcf\xfa\xed\xfe" + bytes(60))
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", TEXT_STAGES)
 def test_dump_stage(parse: Callable[[str], ModuleOp], stage: str) -> None:
     module = lower_to_llvm_dialect(parse(SCALE))
-    text = dump_stage(module, stage)  # type: ignore[arg-type]
+    text = str(walk(module, "llvm", stage))
     expected = {"llvm-ir": 'define void @"scale"(ptr noalias', "opt-ir": "define void @scale(",
                 "asm": "scale:"}[stage]
     assert expected in text
@@ -133,7 +134,7 @@ def test_dump_stage(parse: Callable[[str], ModuleOp], stage: str) -> None:
 
 def test_dump_stage_rejects_unknown_stage(parse: Callable[[str], ModuleOp]) -> None:
     with pytest.raises(ValueError, match="unknown stage"):
-        dump_stage(lower_to_llvm_dialect(parse(SCALE)), "obj")  # type: ignore[arg-type]
+        walk(lower_to_llvm_dialect(parse(SCALE)), "llvm", "obj")
 
 
 def test_private_helper_is_called_and_not_exported(parse: Callable[[str], ModuleOp]) -> None:
@@ -154,7 +155,7 @@ def test_compile_and_load_from_two_threads(parse: Callable[[str], ModuleOp]) -> 
 
     def build(item: tuple[str, ModuleOp]) -> int:
         symbol, module = item
-        return load(compile_module(module), [symbol])[symbol]
+        return load(walk(module, "llvm", "codegen"), [symbol])[symbol]
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         addresses = list(pool.map(build, modules))

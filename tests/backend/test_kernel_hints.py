@@ -18,16 +18,16 @@ from tidu_compile.passes.expand_math_polynomials import ExpandMathPolynomialsPas
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from tidu_compile.backend.jit import dump_stage, llvm_ir_text
+from tidu_compile.backend.jit import llvm_ir_text
 from tidu_compile.backend.kernel_hints import (
     ATTRIBUTE_GROUP,
     HEAVY_LOOP_INSTRUCTIONS,
     INTERLEAVED_INSTRUCTIONS,
     add_kernel_hints,
 )
-from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
 from tidu_compile.backend.target import KernelTuning, host_target, tuning_for
 from tidu_compile.compiler import native
+from tidu_compile.compiler.stages import RunOptions, lower_to_llvm_dialect, walk
 
 EXP_LOOP = """
 func.func @NAME(%x: memref<?xf64> {llvm.noalias}, %y: memref<?xf64> {llvm.noalias}, %n: index) {
@@ -165,7 +165,8 @@ def test_compiled_kernel_carries_the_hints(parse: Callable[[str], ModuleOp], ctx
     assert f'!"llvm.loop.interleave.count", i32 {tuning.interleave}' in ir
     assert re.search(r'^  br label %"?[^\s",]+"?, !llvm.loop !\d+$', ir, re.M)
 
-    opt = dump_stage(_exp_kernel(parse, ctx, "hints_exp_opt"), "opt-ir", vector_math=False)
+    opt = str(walk(_exp_kernel(parse, ctx, "hints_exp_opt"), "llvm", "opt-ir",
+                   RunOptions(vector_math=False)))
     lanes = tuning.lanes(64)
     body = opt[opt.index("vector.body:"):]
     body = body[: body.index("\n\n")]

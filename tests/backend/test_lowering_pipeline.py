@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
-from tidu_compile.compiler.stages import run_passes, stage
+from tidu_compile.compiler.stages import lower_to_llvm_dialect, run_passes, stage
 
 LLVM_SPEC = stage("llvm").spec
 

@@ -10,7 +10,7 @@ from tidu_compile.passes.errors import IllegalIRError, LoweringError
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
+from tidu_compile.compiler.stages import lower_to_llvm_dialect
 
 CASES = [
     (
@@ -120,7 +120,7 @@ def test_legality_walk_lists_leftovers(parse: Callable[[str], ModuleOp]) -> None
 
 
 def test_legality_walk_counts_index_values(parse: Callable[[str], ModuleOp]) -> None:
-    from tidu_compile.backend.lower_to_llvm import check_llvm_legal
+    from tidu_compile.backend.llvm_legality import check_llvm_legal
 
     module = parse('"test.op"() ({\n^bb0(%i: index):\n  "test.op"() : () -> ()\n}) : () -> ()')
     with pytest.raises(IllegalIRError, match=r"index-typed value x1, test\.op x2"):

@@ -20,9 +20,10 @@ from tidu_compile.dialects import tidu
 
 import tidu_compile as tc
 from tidu_compile import Name, func, ops
-from tidu_compile.compiler import parallel, pipeline
+from tidu_compile.compiler import parallel
 from tidu_compile.compiler.plan import KernelStep
 from tidu_compile.compiler.program import graph_program
+from tidu_compile.compiler.stages import walk
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.executors.compiled import CompiledExecutor
 from tidu_compile.graph import GraphBuilder, Primary
@@ -104,7 +105,7 @@ def test_log_softmax_max_fuses_with_its_neighbours(compiled: CompiledExecutor) -
     graph = _softmax_graph(shape)
     x = np.random.default_rng(2).standard_normal(shape) * 50
     program = graph_program(graph, [type_of(x)])
-    fused = pipeline.lower_through(pipeline.import_stage(program, "node"), "tidu", "fused")
+    fused = walk(program, "program", "fused")
     (function,) = fused.ops
     kernels = [op for op in function.body.block.ops if isinstance(op, tidu.KernelOp)]  # type: ignore[attr-defined]
     others = [op.name for op in function.body.block.ops  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ import pytest
 
 import tidu_compile as tc
 from tidu_compile import forksafe
-from tidu_compile.compiler import pipeline
+from tidu_compile.compiler import native
 from tidu_compile.executors.compiled import CompiledExecutor
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -65,7 +65,7 @@ def test_fork_while_another_thread_compiles(tmp_path) -> None:
         statuses = []
         for attempt in range(4):
             deadline = time.monotonic() + 60
-            while not pipeline._COMPILE_LOCK._lock.locked():  # noqa: SLF001 - mid-compile
+            while not native.COMPILE_LOCK._lock.locked():  # noqa: SLF001 - mid-compile
                 assert time.monotonic() < deadline, "the thread never compiled"
                 time.sleep(0.001)
             time.sleep(0.01 * attempt)  # fork at different points of the compile

@@ -19,16 +19,13 @@ from tidu_compile.compiler.kernel_code import kernel_code
 from tidu_compile.compiler.native import program_digest
 from tidu_compile.compiler.objects import kernel_symbol
 from tidu_compile.compiler.program import NodeProgram
-from tidu_compile.compiler.stages import stages_between
+from tidu_compile.compiler.stages import walk
 from tidu_compile.executors.compiled import CompiledExecutor
 
 
 def loops_module(program: NodeProgram) -> Any:
     """``program`` at the ``loops`` stage, as the executor lowers it."""
-    module = pipeline.import_stage(program, "node")
-    for step in stages_between("tidu", "loops"):
-        module = pipeline.lower(module, step)
-    return module
+    return walk(program, "program", "loops")
 
 
 def node_programs(loss: tc.Tensor) -> list[NodeProgram]:

@@ -20,8 +20,8 @@ from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from tidu_compile.backend.jit import compile_module, load, optimized_ir_text
-from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
+from tidu_compile.backend.jit import load
+from tidu_compile.compiler.stages import RunOptions, lower_to_llvm_dialect, walk
 
 OPS = ("exp", "log", "tanh", "sin", "cos")
 DTYPES = {"f64": np.float64, "f32": np.float32}
@@ -71,14 +71,14 @@ def lowered_kernel(op: str, dtype: str, name: str = "k", expand: bool = True) ->
 
 
 def optimized_ir(op: str, dtype: str) -> str:
-    return optimized_ir_text(lowered_kernel(op, dtype), vector_math=False)
-
+    return str(walk(lowered_kernel(op, dtype), "llvm", "opt-ir", RunOptions(vector_math=False)))
 
 def compile_unary(op: str, dtype: str, *, expand: bool = True,
                   vector_math: bool | None = False) -> Callable[..., np.ndarray]:
     """``f(x, out=None) -> y``: the compiled kernel on a contiguous 1-D array."""
     symbol = f"mathpoly_{op}_{dtype}_{next(_counter)}"
-    obj = compile_module(lowered_kernel(op, dtype, symbol, expand), vector_math=vector_math)
+    obj = walk(lowered_kernel(op, dtype, symbol, expand), "llvm", "codegen",
+               RunOptions(vector_math=vector_math))
     address = load(obj, [symbol])[symbol]
     proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
     kernel = proto(address)

@@ -10,7 +10,7 @@ from mathpoly_support import DTYPES, OPS, lowered_kernel, optimized_ir
 from tidu_compile.tools.dump import backward_nodes, stage_text
 
 import tidu_compile as tc
-from tidu_compile.backend.jit import compile_module
+from tidu_compile.compiler.stages import RunOptions, walk
 from tidu_compile.executors.compiled import CompiledExecutor
 
 CASES = [(op, dtype) for dtype in DTYPES for op in OPS]
@@ -36,8 +36,8 @@ def test_vector_loop_without_calls(op: str, dtype: str) -> None:
 
 def test_exp_object_needs_no_external_symbol() -> None:
     for dtype in DTYPES:
-        obj = compile_module(lowered_kernel("exp", dtype, f"mathpoly_obj_exp_{dtype}"),
-                             vector_math=True if dtype == "f64" else None)
+        obj = walk(lowered_kernel("exp", dtype, f"mathpoly_obj_exp_{dtype}"), "llvm", "codegen",
+                   RunOptions(vector_math=True if dtype == "f64" else None))
         assert obj.undefined == ()
         assert not obj.vector_math  # no libmvec variant was needed
 

@@ -25,7 +25,7 @@ from tidu_compile.tools.dump import backward_nodes
 
 import tidu_compile as tc
 from tidu_compile import func
-from tidu_compile.compiler import pipeline
+from tidu_compile.compiler.stages import walk
 from tidu_compile.executors.compiled import CompiledExecutor
 
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -246,8 +246,7 @@ def test_piecewise_constant_functions_carry_no_gradient() -> None:
 def _one_kernel(loss: tc.Tensor) -> None:
     """Every backward node of ``loss`` is one ``tidu.kernel`` (no op outside it)."""
     for node in backward_nodes(loss):
-        imported = pipeline.import_stage(node.program(), "node")
-        module = pipeline.lower_through(imported, "tidu", "fused")
+        module = walk(node.program(), "program", "fused")
         (func,) = module.ops
         body = [op.name for op in func.body.block.ops]  # type: ignore[attr-defined]
         assert body == ["tidu.kernel", "func.return"], body

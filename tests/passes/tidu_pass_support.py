@@ -34,9 +34,8 @@ from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
 from xdsl.transforms import get_all_passes as get_xdsl_passes
 
-from tidu_compile.backend.jit import compile_module, load
-from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
-from tidu_compile.compiler.stages import tidu_context
+from tidu_compile.backend.jit import load
+from tidu_compile.compiler.stages import lower_to_llvm_dialect, tidu_context, walk
 
 
 def make_context() -> Context:
@@ -72,7 +71,7 @@ def compile_kernels(module: ModuleOp) -> dict[str, Callable[..., None]]:
         names.append(op.sym_name.data)
         op.sym_name = type(op.sym_name)(op.sym_name.data + suffix)
     lower_to_llvm_dialect(kernels)
-    obj = compile_module(kernels)
+    obj = walk(kernels, "llvm", "codegen")
     addresses = load(obj, [n + suffix for n in names])
     calls: dict[str, Callable[..., None]] = {}
     for name in names:

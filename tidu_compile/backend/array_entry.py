@@ -13,33 +13,18 @@ each data pointer from the object and calls ``@k``::
     }
 
 ``data`` is the first field after ``PyObject_HEAD`` in numpy's public struct; the
-runtime checks the offset once (``ARRAY_DATA_OFFSET``) and uses the twins only when the
-running interpreter agrees, else it falls back to ``arr.ctypes.data``.
+runtime checks the offset once (``backend.array_abi``, which holds the constants the
+caller needs without llvmlite) and uses the twins only when the running interpreter
+agrees, else it falls back to ``arr.ctypes.data``.
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
-
-import numpy as np
 from llvmlite import ir
 
-__all__ = ["ARRAY_DATA_OFFSET", "ENTRY_SUFFIX", "add_array_entry_points", "array_data_offset"]
+from .array_abi import ARRAY_DATA_OFFSET, ENTRY_SUFFIX
 
-ENTRY_SUFFIX = ".arrays"
-ARRAY_DATA_OFFSET = 16  # sizeof(PyObject) on 64-bit CPython
-
-
-@functools.cache
-def array_data_offset() -> int | None:
-    """``ARRAY_DATA_OFFSET`` if this interpreter's ndarrays keep ``data`` there, else None."""
-    probe = np.arange(3.0)
-    try:
-        found = ctypes.c_void_p.from_address(id(probe) + ARRAY_DATA_OFFSET).value
-    except (ValueError, OSError):
-        return None
-    return ARRAY_DATA_OFFSET if found == probe.ctypes.data else None
+__all__ = ["add_array_entry_points"]
 
 
 def add_array_entry_points(module: ir.Module) -> list[str]:

@@ -1,31 +1,24 @@
-"""Compile an ``llvm``-dialect module to host object code, and dump each stage.
+"""The work of the LLVM stages of the stage table, from an ``llvm``-dialect module on.
 
-Stages, in order (``STAGES`` names the ones a CLI can print)::
+The table (``compiler.stages``) runs these, one per stage; nothing here walks stages::
 
-    llvm-ir   convert_module -> triple + data layout -> host hints (preferred
-              vector width, interleaving of heavy loops: ``kernel_hints``)
-              -> vector-math attributes -> llvmlite parse + verify
-                                                  (text: unoptimised LLVM IR)
-    opt-ir    O3 through the new pass manager     (text: optimised LLVM IR)
-    asm       the target machine's assembly       (text only)
-    codegen   ``emit_object``: ELF object bytes   (what ``compile_module`` returns)
+    llvm-ir   llvm_ir: convert_module -> triple + data layout -> host hints (preferred
+              vector width, interleaving of heavy loops: ``kernel_hints``) -> vector-math
+              attributes -> llvmlite parse + verify     (LlvmIr: its text and the module)
+    opt-ir    optimize: O3 through the new pass manager (the module, optimised in place)
+    asm       assembly: the target machine's assembly   (text)
+    codegen   object_code: ELF object bytes             (CompiledObject, from opt-ir)
 
-``compile_module`` records the seconds spent in ``llvm-ir``, ``opt-ir`` and
-``codegen``. Loading the object into the process is ``engine.load``.
+Loading the object into the process is ``engine.load``. Example::
 
-Example::
-
-    module = lower_to_llvm_dialect(parse(text))
-    obj = compile_module(module)                    # CompiledObject
-    addrs = load(obj, ["w1"])                       # {"w1": 0x7f...}
-    print(dump_stage(module, "asm"))
+    ir = llvm_ir(lower_to_llvm_dialect(parse(text)))   # the llvm stage: compiler.stages
+    obj = object_code(optimize(ir))                    # CompiledObject
+    addrs = load(obj, ["w1"])                          # {"w1": 0x7f...}
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 from xdsl.dialects import llvm as llvm_dialect
@@ -39,23 +32,19 @@ from .target import TARGET_LOCK, host_target, host_target_machine, vector_math_a
 from .vecmath import add_vector_variants
 
 __all__ = [
-    "STAGES",
     "CompiledObject",
     "DuplicateSymbolError",
     "JitEngine",
+    "LlvmIr",
     "UnresolvedSymbolError",
-    "assembly_text",
-    "compile_module",
-    "dump_stage",
+    "assembly",
     "get_engine",
+    "llvm_ir",
     "llvm_ir_text",
     "load",
-    "optimized_ir_text",
+    "object_code",
+    "optimize",
 ]
-
-Stage = Literal["llvm-ir", "opt-ir", "asm"]
-STAGES: tuple[Stage, ...] = ("llvm-ir", "opt-ir", "asm")
-"""Stages whose text ``dump_stage`` can return, in pipeline order."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +53,6 @@ class CompiledObject:
 
     ``defined`` are the global symbols the object exports (its kernels),
     ``undefined`` the external symbols it needs (libm, libmvec, memset...).
-    ``timings`` holds seconds per stage: ``llvm-ir``, ``opt-ir``, ``codegen``.
     ``target_key`` identifies the host it was built for (triple, CPU, features,
     llvmlite version), the part of a disk-cache key that is not the source.
     """
@@ -72,9 +60,20 @@ class CompiledObject:
     object_code: bytes
     defined: tuple[str, ...]
     undefined: tuple[str, ...]
-    timings: dict[str, float] = field(default_factory=dict)
     vector_math: bool = False
     target_key: str = ""
+
+
+@dataclass(frozen=True)
+class LlvmIr:
+    """The ``llvm-ir`` stage: the text llvmlite's IR builder printed, and that text parsed
+    and verified (``module``, which ``optimize`` changes in place)."""
+
+    text: str
+    module: llvm.ModuleRef
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def _use_vector_math(requested: bool | None) -> bool:
@@ -114,72 +113,42 @@ def llvm_ir_text(module: ModuleOp, *, vector_math: bool | None = None) -> str:
     return text
 
 
-def _parse(ir_text: str) -> llvm.ModuleRef:
-    parsed = llvm.parse_assembly(ir_text)
-    parsed.verify()
-    return parsed
-
-
-def _optimize(parsed: llvm.ModuleRef) -> None:
-    """Run the O3 pipeline in place (the caller holds ``TARGET_LOCK``)."""
-    tm = host_target_machine()
-    tuning = llvm.create_pipeline_tuning_options(speed_level=3)
-    tuning.loop_vectorization = True
-    tuning.slp_vectorization = True
-    builder = llvm.create_pass_builder(tm, tuning)
-    builder.getModulePassManager().run(parsed, builder)
-
-
-def compile_module(
-    llvm_dialect_module: ModuleOp, *, vector_math: bool | None = None
-) -> CompiledObject:
-    """Compile a fully lowered module to host object code, timing each stage."""
-    start = time.perf_counter()
-    text = llvm_ir_text(llvm_dialect_module, vector_math=vector_math)
+def llvm_ir(module: ModuleOp, *, vector_math: bool | None = None) -> LlvmIr:
+    """The ``llvm-ir`` stage of an ``llvm``-dialect module: ``llvm_ir_text``, parsed and
+    verified by LLVM."""
+    text = llvm_ir_text(module, vector_math=vector_math)
     with TARGET_LOCK:
-        parsed = _parse(text)
-        parsed_at = time.perf_counter()
-        _optimize(parsed)
-        optimized_at = time.perf_counter()
-        object_code = host_target_machine().emit_object(parsed)
-    done = time.perf_counter()
-    defined, undefined = read_elf_symbols(object_code)
+        parsed = llvm.parse_assembly(text)
+        parsed.verify()
+    return LlvmIr(text, parsed)
+
+
+def optimize(ir: LlvmIr) -> llvm.ModuleRef:
+    """The ``opt-ir`` stage: ``ir.module`` after the O3 pipeline for the host (in place)."""
+    with TARGET_LOCK:
+        tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+        tuning.loop_vectorization = True
+        tuning.slp_vectorization = True
+        builder = llvm.create_pass_builder(host_target_machine(), tuning)
+        builder.getModulePassManager().run(ir.module, builder)
+    return ir.module
+
+
+def assembly(optimized: llvm.ModuleRef) -> str:
+    """The ``asm`` stage: the host target machine's assembly of an optimised module."""
+    with TARGET_LOCK:
+        return str(host_target_machine().emit_assembly(optimized))
+
+
+def object_code(optimized: llvm.ModuleRef) -> CompiledObject:
+    """The ``codegen`` stage: the host target machine's object code of an optimised module."""
+    with TARGET_LOCK:
+        code = host_target_machine().emit_object(optimized)
+    defined, undefined = read_elf_symbols(code)
     return CompiledObject(
-        object_code=object_code,
+        object_code=code,
         defined=defined,
         undefined=undefined,
-        timings={
-            "llvm-ir": parsed_at - start,
-            "opt-ir": optimized_at - parsed_at,
-            "codegen": done - optimized_at,
-        },
         vector_math=any(name.startswith("_ZGV") for name in undefined),
         target_key=host_target().key,
     )
-
-
-def dump_stage(
-    llvm_dialect_module: ModuleOp, stage: Stage, *, vector_math: bool | None = None
-) -> str:
-    """The text of one stage: ``llvm-ir``, ``opt-ir`` or ``asm``."""
-    if stage not in STAGES:
-        raise ValueError(f"unknown stage {stage!r}; expected one of {', '.join(STAGES)}")
-    text = llvm_ir_text(llvm_dialect_module, vector_math=vector_math)
-    if stage == "llvm-ir":
-        return text
-    with TARGET_LOCK:
-        parsed = _parse(text)
-        _optimize(parsed)
-        if stage == "opt-ir":
-            return str(parsed)
-        return str(host_target_machine().emit_assembly(parsed))
-
-
-def optimized_ir_text(llvm_dialect_module: ModuleOp, *, vector_math: bool | None = None) -> str:
-    """LLVM IR after O3."""
-    return dump_stage(llvm_dialect_module, "opt-ir", vector_math=vector_math)
-
-
-def assembly_text(llvm_dialect_module: ModuleOp, *, vector_math: bool | None = None) -> str:
-    """Host assembly after O3."""
-    return dump_stage(llvm_dialect_module, "asm", vector_math=vector_math)

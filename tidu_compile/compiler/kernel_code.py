@@ -42,7 +42,7 @@ __all__ = ["KernelCode", "kernel_code"]
 
 @dataclass(frozen=True)
 class KernelCode:
-    """The kernels of one ``loops``-stage module, ready for the ``llvm`` stage.
+    """The ``kernels`` stage of one ``loops``-stage module, ready for the ``llvm`` stage.
 
     ``module``: the kernel functions, named ``@tk<digest[:24]>_<i>``; ``text``: their
     canonical text (named ``@k<i>``); ``digest``: the key of their object code;
@@ -53,6 +53,10 @@ class KernelCode:
     text: str
     digest: str
     symbols: dict[str, str]
+
+    def __str__(self) -> str:
+        """The ``kernels`` stage as ``dump`` prints it: ``module``, what LLVM compiles."""
+        return str(self.module)
 
 
 def kernel_code(module: ModuleOp) -> KernelCode:

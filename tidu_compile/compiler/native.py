@@ -25,6 +25,7 @@ from tidu_compile.compiler.program import NodeProgram
 
 __all__ = [
     "CODE_PACKAGES",
+    "COMPILE_LOCK",
     "Artifact",
     "CodegenRefused",
     "artifact_matches",
@@ -120,7 +121,9 @@ def artifact_matches(artifact: object, digest: str) -> bool:
     return isinstance(artifact, Artifact) and artifact.digest == digest
 
 
-_COMPILE_LOCK = forksafe.Lock()  # xDSL contexts and passes are not shared across threads
+COMPILE_LOCK = forksafe.Lock()
+"""Held while a thread compiles (``compiler.pipeline``: xDSL contexts and passes are not
+shared across threads) or loads object code into the engine (``bind``)."""
 
 
 def bind(artifact: Artifact) -> BoundPlan:
@@ -130,7 +133,7 @@ def bind(artifact: Artifact) -> BoundPlan:
     from tidu_compile.backend.engine import get_engine
 
     engine = get_engine()
-    with _COMPILE_LOCK:
+    with COMPILE_LOCK:
         if all(engine.is_loaded(s) for s in artifact.symbols):
             addresses = {s: engine.address_of(s) for s in artifact.symbols}
         else:

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tidu_compile.backend.array_entry import ENTRY_SUFFIX, array_data_offset
+from tidu_compile.backend.array_abi import ENTRY_SUFFIX, array_data_offset
 from tidu_compile.compiler import buffers
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.parallel import ChunkedKernel

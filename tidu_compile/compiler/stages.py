@@ -1,61 +1,105 @@
-"""The pipeline of one backward node as ONE ordered table of stages, and the pass runner.
+"""The pipeline of one backward node as ONE ordered table of stages, and its one walk.
 
-As MLIR's Toy tutorial cuts one pipeline at ``-emit=`` stages, every reader of the
-pipeline reads this table: the executor (``compiler.pipeline``), ``tidu-compile dump``
-(``--stage``), ``tidu-compile opt`` (``--emit``) and ``tidu-compile passes``. A stage's
-``passes`` are the pass specs, in ``xdsl-opt -p`` spelling, that make its IR from the
-IR of the stage before it; ``step`` names the work that is not an xDSL pass.
+As MLIR's Toy tutorial compiles and dumps with the same function (``loadAndProcessMLIR``,
+cut at ``-emit=``), every stage carries how it is made (``Stage.run``, or its
+``passes``) and ``walk`` is the only way through the table: the executor compiles with
+it (``compiler.pipeline``), ``tidu-compile dump --stage`` and ``opt --emit`` print what
+it makes, ``tidu-compile passes`` lists the table and ``bench --kernels`` compiles its
+math kernels with it. A stage is made from the IR of the stage before it, or of the
+stage or walk input named in ``made_from``; ``passes`` are pass specs in ``xdsl-opt
+-p`` spelling; ``RunOptions`` are what one walk does differently from another.
 
-=========== ======= ===========================================================
-stage       kind    made from the stage before by
-=========== ======= ===========================================================
-graph       graph   the tape (the recorded node)
-linear      graph   ``linearize`` (the JVP graph of the active output slots)
-transposed  graph   ``linear_transpose`` (the VJP graph)
-tidu        mlir    ``node_program`` + ``to_tidu.import_program``
-fused       mlir    canonicalize, cse, dce, tidu-fuse-elementwise, dce
-loops       mlir    tidu-lower-to-loops, expand-math-polynomials
-llvm        mlir    ``extract_kernel_module``, then the convert-*-to-llvm passes
-llvm-ir     text    xDSL's ``convert_module``, llvmlite parse and verify
-opt-ir      text    LLVM O3 for the host CPU
-asm         text    the host target machine
-=========== ======= ===========================================================
+=========== ======= ========== ========================================================
+stage       kind    made from  by
+=========== ======= ========== ========================================================
+graph       graph   node       the tape (the recorded node)
+linear      graph   node       ``linearize`` (the JVP graph of the active output slots)
+transposed  graph   node       ``linear_transpose`` (the VJP graph)
+tidu        mlir    program    ``import_program`` of the node's ``node_program``
+fused       mlir    tidu       canonicalize, cse, dce, tidu-fuse-elementwise, dce
+loops       mlir    fused      tidu-lower-to-loops, expand-math-polynomials
+kernels     kernels loops      ``kernel_code``: the kernel functions, canonical, keyed
+llvm        mlir    kernels    the convert-*-to-llvm passes, then ``check_llvm_legal``
+llvm-ir     text    llvm       xDSL's ``convert_module``, host hints, llvmlite parse
+opt-ir      text    llvm-ir    LLVM O3 for the host CPU
+asm         text    opt-ir     the host target machine's assembly
+codegen     object  opt-ir     the host target machine's object code
+=========== ======= ========== ========================================================
+
+A walk's inputs are a ``node`` (a tape node as the executor is handed it: its
+``recorded`` graph and its ``linear`` graph, ``tools.dump.BackwardNode``) and a
+``program`` (the node's ``NodeProgram``). The IR of a stage is, by kind: a ``Graph``; an
+xDSL ``ModuleOp``; a ``KernelCode``; LLVM IR or assembly (``str()`` is its text); a
+``CompiledObject``. The executor walks ``program`` to ``loops`` (its plan is read off
+that), on to ``kernels`` (the key of the object code) and on to ``codegen`` only when
+that object code is not known::
+
+    module = walk(program, "program", "loops", options, seconds)
+    kernels = walk(module, "loops", "kernels", options, seconds)
+    compiled = walk(kernels, "kernels", "codegen", options, seconds)
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
+from tidu_compile.ad import linear_transpose
+
 __all__ = [
     "GRAPH_STAGES",
+    "INPUTS",
     "PIPELINE",
     "STAGE_NAMES",
+    "AfterPass",
+    "RunOptions",
     "Stage",
+    "lower_to_llvm_dialect",
     "parse_passes",
     "run_passes",
     "stage",
     "stages_between",
     "tidu_context",
+    "walk",
 ]
 
-StageKind = Literal["graph", "mlir", "text"]
+StageKind = Literal["graph", "mlir", "kernels", "text", "object"]
+
+AfterPass = Callable[[ModulePass, ModuleOp], None]
+"""Called after each pass with the pass and the module."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a walk runs its stages: all that the executor's walk and the CLI's differ in."""
+
+    function: str = "node"  # the ``func.func`` the ``tidu`` stage imports the program as
+    verify_each: bool = True  # verify after every pass (else a stage's result only)
+    after_pass: AfterPass | None = None  # hears every pass of the MLIR stages
+    vector_math: bool | None = None  # llvm-ir: libmvec if the host has it, required, or off
+
+
+Run = Callable[[Any, RunOptions], Any]
+"""Makes a stage's IR from the IR it is made from."""
 
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage: its name, the kind of its IR, and how the stage before becomes it."""
+    """One stage: its name, the kind of its IR, and how it is made."""
 
     name: str
     kind: StageKind
     ir: str  # what the IR of this stage is
-    step: str = ""  # the work that is not an xDSL pass, run before ``passes``
+    run: Run | None = None  # how it is made; None: by running ``passes``
+    made_from: str = ""  # the stage or input whose IR ``run`` takes ("": the stage before)
+    does: str = ""  # what ``run`` does, in words
     passes: tuple[str, ...] = ()  # pass specs in ``xdsl-opt -p`` spelling, in order
 
     @property
@@ -64,35 +108,106 @@ class Stage:
         return ",".join(self.passes)
 
     def how(self) -> str:
-        """How the stage before becomes this one, in one line."""
-        parts = [self.step] if self.step else []
+        """How this stage is made, in one line."""
+        parts = [self.does] if self.does else []
         if self.passes:
             parts.append(f"-p {self.spec}")
-        return ", then ".join(parts)
+        made = ", then ".join(parts)
+        return made if self.made_from in ("", *INPUTS) else f"from {self.made_from}: {made}"
+
+
+INPUTS = ("node", "program")
+"""What a walk can start from besides a stage (see the module docstring)."""
+
+
+# ------------------------------------------------------------------ how each stage is made
+
+
+def _recorded_graph(node: Any, options: RunOptions) -> Any:
+    return node.recorded.graph
+
+
+def _linear_graph(node: Any, options: RunOptions) -> Any:
+    return node.linear.graph
+
+
+def _transposed_graph(node: Any, options: RunOptions) -> Any:
+    return linear_transpose(node.linear).graph
+
+
+def _import_program(program: Any, options: RunOptions) -> ModuleOp:
+    """``program`` as ``func.func @<options.function>`` of tidu ops (verified)."""
+    from tidu_compile.compiler.to_tidu import import_program
+
+    module = import_program(program, options.function)
+    module.verify()
+    return module
+
+
+def _kernel_code(module: ModuleOp, options: RunOptions) -> Any:
+    from tidu_compile.compiler.kernel_code import kernel_code
+
+    return kernel_code(module)
+
+
+def _llvm_dialect(kernels: Any, options: RunOptions) -> ModuleOp:
+    return lower_to_llvm_dialect(
+        kernels.module, verify_each=options.verify_each, after_pass=options.after_pass
+    )
+
+
+def _llvm_ir(module: ModuleOp, options: RunOptions) -> Any:
+    from tidu_compile.backend.jit import llvm_ir
+
+    return llvm_ir(module, vector_math=options.vector_math)
+
+
+def _optimized(ir: Any, options: RunOptions) -> Any:
+    from tidu_compile.backend.jit import optimize
+
+    return optimize(ir)
+
+
+def _assembly(optimized: Any, options: RunOptions) -> str:
+    from tidu_compile.backend.jit import assembly
+
+    return assembly(optimized)
+
+
+def _object_code(optimized: Any, options: RunOptions) -> Any:
+    from tidu_compile.backend.jit import object_code
+
+    return object_code(optimized)
 
 
 PIPELINE: tuple[Stage, ...] = (
-    Stage("graph", "graph", "the recorded node", step="the tape"),
-    Stage("linear", "graph", "its JVP graph for the active output slots", step="linearize"),
-    Stage("transposed", "graph", "the VJP graph", step="linear_transpose"),
-    Stage("tidu", "mlir", "func.func @node of tidu ops on tensors",
-          step="node_program, import_program"),
+    Stage("graph", "graph", "the recorded node", _recorded_graph, "node", "the tape"),
+    Stage("linear", "graph", "its JVP graph for the active output slots", _linear_graph,
+          "node", "linearize"),
+    Stage("transposed", "graph", "the VJP graph", _transposed_graph, "node", "linear_transpose"),
+    Stage("tidu", "mlir", "func.func @node of tidu ops on tensors", _import_program, "program",
+          "node_program, import_program"),
     Stage("fused", "mlir", "elementwise ops, broadcasts and reductions fused into tidu.kernel",
           passes=("canonicalize", "cse", "dce", "tidu-fuse-elementwise{complex_kernels=true}",
                   "dce")),
     Stage("loops", "mlir", "each kernel a func/scf/memref/arith function over a chunk of rows",
           passes=("tidu-lower-to-loops{chunked=true runtime_scales=true}",
                   "expand-math-polynomials{only_in_loops=true}")),
-    Stage("llvm", "mlir", "the kernel functions in the llvm dialect",
-          step="extract_kernel_module",
+    Stage("kernels", "kernels", "the kernel functions, canonical: what their object code is "
+          "keyed by", _kernel_code,
+          does="kernel_code: extract_kernel_module, named by their text's digest"),
+    Stage("llvm", "mlir", "the kernel functions in the llvm dialect", _llvm_dialect,
           passes=("convert-scf-to-cf", "convert-memref-to-ptr{lower_func=true}",
                   "convert-ptr-type-offsets", "convert-ptradd-to-gep",
                   "convert-ptr-to-llvm-fast", "convert-index-to-i64", "convert-arith-to-llvm",
                   "convert-math-to-llvm", "convert-cf-to-llvm", "convert-func-to-llvm",
                   "reconcile-unrealized-casts")),
-    Stage("llvm-ir", "text", "LLVM IR", step="convert_module, llvmlite parse and verify"),
-    Stage("opt-ir", "text", "LLVM IR after O3", step="LLVM O3 for the host CPU"),
-    Stage("asm", "text", "host assembly", step="the host target machine"),
+    Stage("llvm-ir", "text", "LLVM IR", _llvm_ir,
+          does="convert_module, llvmlite parse and verify"),
+    Stage("opt-ir", "text", "LLVM IR after O3", _optimized, does="LLVM O3 for the host CPU"),
+    Stage("asm", "text", "host assembly", _assembly, does="the host target machine's assembly"),
+    Stage("codegen", "object", "host object code", _object_code, "opt-ir",
+          "the host target machine's object code (what the executor loads)"),
 )  # fmt: skip
 """The stages in order. Two departures of ``llvm`` from the order of the notes, both
 keeping its result: ``convert-index-to-i64`` runs right after the pointer passes (the
@@ -103,23 +218,52 @@ same IR, ~0.4 ms instead of ~15 ms per kernel)."""
 STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in PIPELINE)
 GRAPH_STAGES: tuple[str, ...] = tuple(s.name for s in PIPELINE if s.kind == "graph")
 
-_BY_NAME = {s.name: s for s in PIPELINE}
-
 
 def stage(name: str) -> Stage:
     """The stage called ``name``; ``ValueError`` naming the stages if there is none."""
-    found = _BY_NAME.get(name)
-    if found is None:
-        raise ValueError(f"unknown stage {name!r}; expected one of {', '.join(STAGE_NAMES)}")
-    return found
+    for found in PIPELINE:
+        if found.name == name:
+            return found
+    raise ValueError(f"unknown stage {name!r}; expected one of {', '.join(STAGE_NAMES)}")
 
 
 def stages_between(first: str, last: str) -> tuple[Stage, ...]:
-    """The stages after ``first`` up to and including ``last``, in order."""
-    start, end = STAGE_NAMES.index(stage(first).name), STAGE_NAMES.index(stage(last).name)
-    if end < start:
+    """The stages a walk from ``first`` (a stage or an input) runs to make ``last``, in order.
+
+    ``ValueError`` when ``last`` is not made from ``first``.
+    """
+    if first not in INPUTS and STAGE_NAMES.index(stage(last).name) < STAGE_NAMES.index(
+        stage(first).name
+    ):
         raise ValueError(f"stage {last!r} comes before stage {first!r}")
-    return PIPELINE[start + 1 : end + 1]
+    path: list[Stage] = []
+    name = last
+    while name != first:
+        if name in INPUTS:
+            raise ValueError(f"stage {last!r} is not made from {first!r}")
+        path.append(stage(name))
+        name = path[-1].made_from or STAGE_NAMES[STAGE_NAMES.index(name) - 1]
+    return tuple(reversed(path))
+
+
+def walk(
+    ir: Any, first: str, last: str, options: RunOptions | None = None,
+    seconds: dict[str, float] | None = None,
+) -> Any:  # fmt: skip
+    """``ir``, the IR of ``first`` (a stage, or an input: ``node``, ``program``), taken
+    through every stage that makes ``last``; the IR of ``last``. ``seconds`` gets the
+    time each stage took, by stage name."""
+    options = options or RunOptions()
+    for step in stages_between(first, last):
+        start = time.perf_counter()
+        if step.run is None:
+            ir = run_passes(ir, step.spec, after_pass=options.after_pass,
+                            verify_each=options.verify_each)  # fmt: skip
+        else:
+            ir = step.run(ir, options)
+        if seconds is not None:
+            seconds[step.name] = time.perf_counter() - start
+    return ir
 
 
 # ------------------------------------------------------------------ running passes
@@ -161,10 +305,6 @@ def parse_passes(spec: str) -> tuple[ModulePass, ...]:
         raise ValueError(f"bad pass pipeline {spec!r}: {error}") from None
 
 
-AfterPass = Callable[[ModulePass, ModuleOp], None]
-"""Called after each pass with the pass and the module."""
-
-
 def run_passes(
     module: ModuleOp,
     spec: str,
@@ -183,4 +323,41 @@ def run_passes(
         if after_pass is not None:
             after_pass(ir_pass, module)
     module.verify()
+    return module
+
+
+def lower_to_llvm_dialect(
+    module: ModuleOp,
+    *,
+    passes: str | None = None,
+    verify_each: bool = True,
+    after_pass: AfterPass | None = None,
+) -> ModuleOp:
+    """The ``llvm`` stage's work on ``module`` (func, scf, memref, arith, math, cf), in
+    place: its passes, then ``backend.llvm_legality.check_llvm_legal``, so xDSL's
+    ``convert_module`` can take the result::
+
+        func.func @scale(%x: memref<?xf64>, %y: memref<?xf64>, %n: index) {
+          scf.for %i = %c0 to %n step %c1 {
+            %v = memref.load %x[%i] : memref<?xf64>
+            %e = math.exp %v : f64
+            memref.store %e, %y[%i] : memref<?xf64>
+          } ...
+        ==> llvm.func @scale(%x: !llvm.ptr {llvm.noalias}, %y: !llvm.ptr {llvm.noalias}, %n: i64) {
+            ^bb2:
+              %p = llvm.getelementptr inbounds %x[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+              %v = llvm.load %p : !llvm.ptr -> f64
+              %e = llvm.intr.exp(%v) : (f64) -> f64 ...
+
+    ``passes`` replaces the stage's pass spec (a test turning an option off);
+    ``verify_each`` verifies after every pass (the module is always verified at the
+    end); ``after_pass(pass, module)`` hears every pass. Raises ``LoweringError`` from
+    a pass, ``VerifyException`` from the verifier, or ``IllegalIRError`` when ops other
+    than ``llvm.*`` remain.
+    """
+    from tidu_compile.backend.llvm_legality import check_llvm_legal
+
+    spec = stage("llvm").spec if passes is None else passes
+    run_passes(module, spec, after_pass=after_pass, verify_each=verify_each)
+    check_llvm_legal(module)
     return module

@@ -8,8 +8,9 @@ numpy in one loop so that load on a shared machine hits every column alike:
 
 * each math function ``expand-math-polynomials`` expands (read from its
   ``EXPANSIONS`` table, so a function added there shows up here), in f64 and f32:
-  ``y[i] = f(x[i])`` against numpy's ufunc of the same name (``-`` where numpy has
-  none);
+  ``y[i] = f(x[i])``, a kernel walked through the executor's stage table from ``fused``
+  on (``compiler.stages``), against numpy's ufunc of the same name (``-`` where numpy
+  has none);
 * the fused backward kernels of W1 ``sum(tanh(x*y + exp(-x)) * y)`` (f64, f32) and W4
   ``sum(exp(A - v)**2)`` recorded with ``@tc.function``, compiled by the normal
   pipeline, against the hand-written numpy backward of ``bench.workloads``.
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import itertools
 import json
 import math
 import sys
@@ -61,11 +61,9 @@ QUICK_ELEMENTS = 2 * 10**4
 
 DTYPES = {"f64": np.float64, "f32": np.float32}
 
-_symbols = itertools.count()
-
 UNARY_KERNEL = """
-func.func @NAME(%x: memref<?xT> {llvm.noalias}, %y: memref<?xT> {llvm.noalias},
-                %lo: index, %hi: index) {
+func.func @kernel(%x: memref<?xT> {llvm.noalias}, %y: memref<?xT> {llvm.noalias},
+                  %lo: index, %hi: index) attributes {tidu.kernel} {
   %c1 = arith.constant 1 : index
   scf.for %i = %lo to %hi step %c1 {
     %v = memref.load %x[%i] : memref<?xT>
@@ -137,20 +135,20 @@ def _address(array: np.ndarray) -> int:
 
 
 def _unary_row(name: str, dtype: str, n: int, rounds: int) -> KernelRow:
-    from tidu_compile.passes.expand_math_polynomials import ExpandMathPolynomialsPass
     from xdsl.parser import Parser
 
-    from tidu_compile.backend.jit import compile_module, load
-    from tidu_compile.backend.lower_to_llvm import lower_to_llvm_dialect
-    from tidu_compile.compiler.stages import tidu_context
+    from tidu_compile.backend.engine import get_engine
+    from tidu_compile.compiler.stages import tidu_context, walk
 
-    symbol = f"bench_kernels_{name}_{dtype}_{next(_symbols)}"
-    text = (UNARY_KERNEL.replace("NAME", symbol).replace("FUNCTION", name)
-            .replace("T", dtype))  # fmt: skip
-    context = tidu_context()
-    module = Parser(context, text).parse_module()
-    ExpandMathPolynomialsPass().apply(context, module)
-    address = load(compile_module(lower_to_llvm_dialect(module)), [symbol])[symbol]
+    text = UNARY_KERNEL.replace("FUNCTION", name).replace("T", dtype)
+    module = Parser(tidu_context(), text).parse_module()
+    kernels = walk(module, "fused", "kernels")  # as a fused node's kernel: expanded math
+    (symbol,) = kernels.symbols.values()
+    engine = get_engine()
+    if engine.is_loaded(symbol):  # named by its text: compiled by an earlier row or run
+        address = engine.address_of(symbol)
+    else:
+        address = engine.load(walk(kernels, "kernels", "codegen"), [symbol])[symbol]
     kernel = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_int64)(address)  # fmt: skip
     lo, hi = INPUT_RANGES.get(name, DEFAULT_RANGE)

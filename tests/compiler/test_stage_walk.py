@@ -1,0 +1,74 @@
+"""The stage table is the only pipeline: the executor's compile is a walk of it
+(``compiler.stages.walk``), so its timings are the table's stages, a program whose
+object code is known walks only up to ``kernels``, and a stage edited in the table
+changes the code the executor compiles."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from tidu_compile.tools.dump import backward_nodes
+
+import tidu_compile as tc
+from tidu_compile.backend.elf import read_elf_symbols
+from tidu_compile.compiler import pipeline, stages
+from tidu_compile.compiler.native import program_digest
+from tidu_compile.compiler.objects import ObjectStore
+from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.compiler.stages import stage, stages_between
+
+
+def sin_program(rows: int) -> NodeProgram:
+    """The backward program of ``sin`` in ``sum(sin(x))``: one kernel computing ``cos``."""
+    x = tc.tensor(np.linspace(-1.0, 1.0, rows), requires_grad=True)
+    node = backward_nodes(tc.sum(tc.sin(x)))[1]
+    assert "Sin" in node.title()
+    return node.program()
+
+
+def names(between: tuple[stages.Stage, ...]) -> list[str]:
+    return [s.name for s in between]
+
+
+def test_the_executors_stage_seconds_are_the_stages_it_walks() -> None:
+    objects = ObjectStore(None)
+    first, other_size = sin_program(64), sin_program(48)
+    artifact, generated = pipeline.compile_program(first, program_digest(first), objects)
+    assert generated
+    assert list(artifact.stage_seconds) == names(stages_between("program", "codegen"))
+    assert "asm" not in artifact.stage_seconds  # codegen is made from opt-ir, as asm is
+    reused, generated = pipeline.compile_program(other_size, program_digest(other_size), objects)
+    assert not generated and reused.object_code == artifact.object_code
+    assert list(reused.stage_seconds) == names(stages_between("program", "kernels"))
+
+
+def test_a_stage_edited_in_the_table_changes_what_the_executor_compiles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def undefined() -> tuple[str, ...]:
+        program = sin_program(32)
+        artifact, _ = pipeline.compile_program(program, program_digest(program))
+        assert artifact.object_code is not None
+        return read_elf_symbols(artifact.object_code)[1]
+
+    assert not any("cos" in symbol for symbol in undefined())  # expanded: no libm call
+    loops = stage("loops")
+    unexpanded = dataclasses.replace(loops, passes=loops.passes[:1])
+    edited = tuple(unexpanded if s is loops else s for s in stages.PIPELINE)
+    monkeypatch.setattr(stages, "PIPELINE", edited)
+    assert any("cos" in symbol for symbol in undefined())  # libm's cos, or libmvec's
+
+
+def test_a_walk_goes_only_where_the_table_leads() -> None:
+    assert names(stages_between("node", "transposed")) == ["transposed"]  # read off the node
+    assert names(stages_between("llvm", "asm")) == ["llvm-ir", "opt-ir", "asm"]
+    with pytest.raises(ValueError, match="'codegen' is not made from 'asm'"):
+        stages_between("asm", "codegen")
+    with pytest.raises(ValueError, match="'tidu' is not made from 'transposed'"):
+        stages_between("transposed", "tidu")  # the executor starts from the program
+    with pytest.raises(ValueError, match="'tidu' comes before stage 'loops'"):
+        stages_between("loops", "tidu")
+    for each in stages.PIPELINE:
+        assert each.run is not None or each.passes, f"{each.name}: nothing makes it"
