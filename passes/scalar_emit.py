@@ -129,10 +129,6 @@ class Scalars:
         """``p and q`` of two i1 values."""
         return self._one(arith.AndIOp(p, q))
 
-    def either(self, p: SSAValue, q: SSAValue) -> SSAValue:
-        """``p or q`` of two i1 values."""
-        return self._one(arith.OrIOp(p, q))
-
     def differ(self, p: SSAValue, q: SSAValue) -> SSAValue:
         """``p != q`` of two i1 values."""
         return self._one(arith.XOrIOp(p, q))

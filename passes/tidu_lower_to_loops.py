@@ -126,7 +126,7 @@ from .tidu_loop_params import (
     runtime_scale,
     scale_ops,
 )
-from .tidu_scalar_lowering import Emit, constant, lower_scalar_op
+from .tidu_scalar_lowering import Emit, constant, scalar_lowering
 
 KERNEL_ATTR = "tidu.kernel"
 """Unit attribute marking the outlined kernel functions."""
@@ -157,10 +157,18 @@ def kernel_memref_type(tensor: Attribute) -> MemRefType:
 
 
 def lower_body_op(op: Operation, args: Sequence[Scalar], emit: Emit) -> list[Scalar]:
-    """Lower one op of a kernel body on (re, im) pairs or 1-tuples (see ``Scalar``)."""
+    """Lower one op of a kernel body on (re, im) pairs or 1-tuples (see ``Scalar``): by
+    its row of ``scalar_lowering`` (real, integer and i1 scalars) or of
+    ``complex_lowering``; ``LoweringError`` if there is none."""
     types = (*op.operand_types, *op.result_types)
     if not any(isinstance(t, ComplexType) for t in types):
-        return [(v,) for v in lower_scalar_op(op, [a[0] for a in args], emit)]
+        scalar_rule = scalar_lowering(op)
+        if scalar_rule is None:
+            raise LoweringError(TiduLowerToLoopsPass.name, op.name, "no scalar lowering rule "
+                                "for this op in a tidu.kernel body")
+        results = scalar_rule(op, [a[0] for a in args], emit)
+        assert len(results) == len(op.results)
+        return [(v,) for v in results]
     rule = complex_lowering(op)
     if rule is None:
         raise LoweringError(TiduLowerToLoopsPass.name, op.name, "no lowering rule for complex "

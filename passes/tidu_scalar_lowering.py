@@ -6,8 +6,9 @@ i1, i8..i64). ``SCALAR_LOWERINGS`` maps each primitive class (the op table's key
 lowered, and an ``emit`` callback that inserts one standard op at the current position
 and returns it; the builder returns the lowered results. This row is all the compiler
 needs of a new elementwise op: ``tidu-fuse-elementwise`` admits exactly the ops with a
-row for their types (``is_fusible``). A tidu op without a row, or with complex scalars,
-raises ``LoweringError``. The rows of the math functions (log1p, sinh, hypot, mod, ...)
+row for their types (``is_fusible``); ``tidu-lower-to-loops`` raises ``LoweringError``
+for a tidu op without one (complex scalars have their own table,
+``tidu_complex_lowering``). The rows of the math functions (log1p, sinh, hypot, mod, ...)
 are in ``tidu_math_lowering``, merged here; an op whose key operand is an integer or i1
 takes its row from ``tidu_integer_lowering`` (``INTEGER_LOWERINGS``, ``BOOL_LOWERINGS``)
 or, for the ops of every element type, ``TYPE_GENERIC`` (select, convert, full_like,
@@ -32,7 +33,7 @@ from collections.abc import Callable, Sequence
 from tidu_compile.dialects import tidu_constant
 from tidu_compile.dialects import tidu_elementwise as ew
 from tidu_compile.dialects.tidu import primitive_class
-from tidu_compile.dialects.tidu_base import element_type, is_complex_element, is_integer_element
+from tidu_compile.dialects.tidu_base import element_type, is_integer_element
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import AnyFloat, IntegerType, i1
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -40,7 +41,6 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from tidu_compile import ops
 from tidu_compile.ops import TensorOp
 
-from .errors import LoweringError
 from .scalar_emit import Emit, constant
 from .tidu_integer_lowering import BOOL_LOWERINGS, INTEGER_LOWERINGS
 from .tidu_math_lowering import MATH_LOWERINGS
@@ -262,22 +262,6 @@ def scalar_lowering(op: Operation) -> ScalarLowering | None:
     return SCALAR_LOWERINGS.get(primitive)
 
 
-def lower_scalar_op(op: Operation, args: Sequence[SSAValue], emit: Emit) -> Sequence[SSAValue]:
-    """Lower one tidu op of a kernel body; ``LoweringError`` if there is no rule."""
-    from .tidu_lower_to_loops import TiduLowerToLoopsPass  # the pass this table serves
-
-    rule = scalar_lowering(op)
-    if rule is None:
-        raise LoweringError(TiduLowerToLoopsPass.name, op.name, "no scalar lowering rule for "
-                            "this op in a tidu.kernel body")
-    if any(is_complex_element(t) for t in (*op.operand_types, *op.result_types)):
-        raise LoweringError(TiduLowerToLoopsPass.name, op.name, "complex scalars are lowered "
-                            "by tidu_complex_lowering.COMPLEX_LOWERINGS, not this table")
-    results = rule(op, args, emit)
-    assert len(results) == len(op.results)
-    return results
-
-
 __all__ = [
     "COMPARE_PREDICATES",
     "MAX_INTEGER_EXPONENT",
@@ -286,6 +270,5 @@ __all__ = [
     "Emit",
     "ScalarLowering",
     "constant",
-    "lower_scalar_op",
     "scalar_lowering",
 ]

@@ -43,6 +43,7 @@ from tidu_compile.frontend import (
     tensor,
     use_executor,
 )
+from tidu_compile.frontend.state import install_default_executor
 from tidu_compile.graph import (
     Derived,
     External,
@@ -65,6 +66,19 @@ from tidu_compile.graph import (
 __version__ = "0.1.0"
 
 globals().update(FUNCTIONS)  # exp, sum, matmul, where, ...: see tidu_compile.frontend
+
+
+def _default_executor() -> BackwardExecutor:
+    """The process's default executor, made on first use: a ``CompiledExecutor``, or the
+    ``ReferenceExecutor`` where the compiler cannot be imported."""
+    try:
+        from tidu_compile.executors.compiled import CompiledExecutor
+    except ImportError:
+        return ReferenceExecutor()
+    return CompiledExecutor()
+
+
+install_default_executor(_default_executor)  # the frontend imports no executor
 
 __all__ = [
     "ADKey", "ADRuleError", "ADRuleKind", "BackwardExecutor", "Derived", "EagerInput",

@@ -39,9 +39,10 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
+from tidu_compile.composite_grad import fused_value_and_grad
 from tidu_compile.eager import Trace
-from tidu_compile.frontend.composite_grad import fused_value_and_grad
 from tidu_compile.frontend.higher_order import backward_recorded, push_tangents
+from tidu_compile.frontend.namespace import FUNCTIONS
 from tidu_compile.frontend.state import RECORDER, current_capture, get_default_executor
 from tidu_compile.frontend.tensor import (
     Tensor,
@@ -238,7 +239,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> C
     """``f`` returning ``(f(*args), gradient)``; the gradient has the structure of
     ``args[argnums]`` (a tuple of them when ``argnums`` is a tuple). For a
     ``@tc.function`` ``f`` called outside other transforms, forward and backward run as
-    one program once ``f`` has traced (``frontend.composite_grad``)."""
+    one program once ``f`` has traced (``tidu_compile.composite_grad``)."""
 
     def transformed(*args: Any) -> tuple[Tensor, Tree]:
         _not_traced("value_and_grad")
@@ -341,8 +342,6 @@ def jvp(
 
 def _stack(tensors: list[Tensor], shape: tuple[int, ...], like: Tensor) -> Tensor:
     """``tensors`` stacked along a new first axis and reshaped to ``shape``."""
-    from tidu_compile.frontend import FUNCTIONS
-
     if not tensors:
         return Tensor(np.zeros(shape, dtype=like.dtype))
     return FUNCTIONS["reshape"](FUNCTIONS["stack"](tensors), shape)  # type: ignore[no-any-return]
@@ -369,8 +368,6 @@ def _tensor_leaves(out: Any, name: str) -> tuple[list[Tensor], Callable[[list[An
 def _output_axes_first(columns: list[Tensor], x: Tensor, out: Tensor) -> Tensor:
     """The JVPs of ``out`` along each unit tangent of ``x`` as one Jacobian of shape
     ``out.shape + x.shape``."""
-    from tidu_compile.frontend import FUNCTIONS
-
     stacked = _stack(columns, x.shape + out.shape, out)  # x's axes first
     axes = tuple(range(x.ndim, x.ndim + out.ndim)) + tuple(range(x.ndim))
     return FUNCTIONS["transpose"](stacked, axes)  # type: ignore[no-any-return]

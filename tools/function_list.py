@@ -22,7 +22,7 @@ END = "<!-- functions: end -->"
 #: Frontend module -> the heading of its line.
 GROUPS = {
     "elementwise": "elementwise",
-    "composites": "elementwise",
+    "formulas": "elementwise",
     "activations": "machine learning",
     "comparisons": "comparisons (bool results)",
     "reductions": "reductions",

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tidu_compile.tools.bench.workloads import Workload, find_workload, relative_errors
+from tidu_compile.tools.bench.row import Workload, relative_errors
+from tidu_compile.tools.bench.workloads import find_workload
 from tidu_compile.tools.bench.workloads_indexing import make_w5, make_w6
 
 import tidu_compile as tc

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tidu_compile.tools.bench.row import COMPOSITE_UNAVAILABLE, Workload, relative_errors
 from tidu_compile.tools.bench.workloads import (
-    COMPOSITE_UNAVAILABLE,
-    Workload,
     all_workloads,
     find_workload,
     make_w1,
     make_w2,
     make_w3,
     make_w4,
-    relative_errors,
     select_workloads,
     w2_ops,
 )

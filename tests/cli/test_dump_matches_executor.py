@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tidu_compile.tools.bench.row import Workload
 from tidu_compile.tools.bench.tidu_runner import record
 from tidu_compile.tools.bench.workloads import (
     GROUPS,
-    Workload,
     make_w1,
     make_w2,
     make_w3,

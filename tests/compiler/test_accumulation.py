@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, exclusive_owner
+from tidu_compile.compiler.buffers import MIN_POOLED_BYTES
 from tidu_compile.executors.compiled import CompiledExecutor
+from tidu_compile.ownership import exclusive_owner
 
 EDGES = [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 5e-324, 1.7976931348623157e308]
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tidu_compile.tools.bench.workloads import Workload, make_w1, make_w2, make_w3, make_w4
+from tidu_compile.tools.bench.row import Workload
+from tidu_compile.tools.bench.workloads import make_w1, make_w2, make_w3, make_w4
 from tidu_compile.tools.bench.workloads_indexing import make_w5, make_w6
 
 import tidu_compile as tc

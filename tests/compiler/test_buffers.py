@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import tidu_compile as tc
-from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, BufferPool, exclusive_owner
+from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, BufferPool
 from tidu_compile.executors.compiled import CompiledExecutor
 from tidu_compile.executors.reference import ReferenceExecutor
+from tidu_compile.ownership import exclusive_owner
 
 F64 = np.dtype(np.float64)
 

@@ -19,7 +19,7 @@ import pytest
 
 import tidu_compile as tc
 from tidu_compile.compiler.generic import abstract
-from tidu_compile.compiler.program import ArgSource, Instr, NodeProgram
+from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram
 from tidu_compile.executors.compiled import CompiledExecutor
 from tidu_compile.ops import BroadcastInDim, Mul
 from tidu_compile.ops.base import TensorType

@@ -4,6 +4,8 @@ fallback), and numpy's errors."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from helpers import check_frontend_grad, random_array
@@ -131,6 +133,35 @@ def test_einsum_matches_numpy(spec: str, shapes) -> None:
 def test_einsum_errors(spec: str, shapes, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         tc.einsum(spec, *[np.ones(s) for s in shapes])
+
+
+@pytest.mark.parametrize(
+    "optimize", [True, False, None, "greedy", "optimal", ["einsum_path", (1, 2), (0, 1)]]
+)
+def test_einsum_takes_numpys_optimize_values(optimize: Any) -> None:
+    """numpy's values run (numpy's result; the order is einsum_path's greedy one)."""
+    arrays = [_rand(s, seed=i) for i, s in enumerate([(2, 3), (3, 4), (4, 2)])]
+    got = tc.einsum("ij,jk,kl->il", *arrays, optimize=optimize).numpy()
+    np.testing.assert_allclose(got, np.einsum("ij,jk,kl->il", *arrays, optimize=optimize))
+
+
+@pytest.mark.parametrize(
+    ("optimize", "error", "message"),
+    [
+        ("fastest", TypeError, "optimize must be a bool, None, 'greedy', 'optimal'"),
+        (1, TypeError, "optimize must be"),
+        (np.True_, TypeError, "got np.True_|got True"),
+        ([(0, 1)], TypeError, "optimize must be"),
+        (["einsum_path", (0, 1)], ValueError, "optimize: the path leaves 2 operands"),
+        (["einsum_path", (0, 3), (0, 1)], ValueError, r"optimize: \(0, 3\) is not a contraction"),
+    ],
+)
+def test_einsum_refuses_what_numpy_refuses_for_optimize(
+    optimize: Any, error: type[Exception], message: str
+) -> None:
+    arrays = [np.ones(s) for s in [(2, 3), (3, 4), (4, 2)]]
+    with pytest.raises(error, match=message):
+        tc.einsum("ij,jk,kl->il", *arrays, optimize=optimize)
 
 
 @pytest.fixture(scope="module")

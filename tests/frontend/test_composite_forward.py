@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from tidu_compile.tools.bench import workloads as bench
+from tidu_compile.tools.bench.row import Workload
 from tidu_compile.tools.bench.workloads_indexing import make_w5, make_w6
 from tidu_compile.tools.examples import EXAMPLES
 
@@ -28,7 +29,7 @@ def executor() -> Iterator[None]:  # this module picks its executors itself
     yield None
 
 
-def _workload_case(workload: bench.Workload) -> tuple[Callable[..., Any], Callable[[int], list]]:
+def _workload_case(workload: Workload) -> tuple[Callable[..., Any], Callable[[int], list]]:
     def make(seed: int) -> list[tc.Tensor]:
         arrays = workload.make_inputs(seed)
         return [tc.tensor(a, requires_grad=i in workload.grad_inputs)

@@ -1,5 +1,5 @@
 """``func.value_and_grad`` of a ``@tc.function``: forward and backward as one program
-(``frontend.composite_grad``), giving what the general path gives."""
+(``tidu_compile.composite_grad``), giving what the general path gives."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 import tidu_compile as tc
-from tidu_compile import func
+from tidu_compile import composite_grad, func
 from tidu_compile.executors.compiled import CompiledExecutor
-from tidu_compile.frontend import composite_grad
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from tidu_compile.compiler.cache import DiskCache, MemoryCache
 from tidu_compile.compiler.generic import Abstraction, abstract
 from tidu_compile.compiler.objects import ObjectStore
 from tidu_compile.compiler.plan import BoundPlan
-from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.compiler.ssa_program import NodeProgram
 
 __all__ = ["Artifacts", "Keys", "Source", "fits"]
 

@@ -7,10 +7,10 @@ benchmark machine, as much as the kernel itself. ``BufferPool`` keeps the memory
 large outputs once their arrays are gone and hands it out again, already mapped.
 
 Ownership is numpy's own: ``allocate`` returns an array whose ``base`` is a lease on a
-pooled block. Every view of the array keeps the lease alive (numpy views hold their
-base), so the block returns to the pool only when the last array or view over it is
-gone; nobody can observe a block being reused. Idle memory is bounded by
-``max_idle_bytes`` (``TIDU_COMPILE_POOL_BYTES``, default 256 MiB; 0 turns pooling
+pooled block (an ``ownership.Lease``). Every view of the array keeps the lease alive
+(numpy views hold their base), so the block returns to the pool only when the last
+array or view over it is gone; nobody can observe a block being reused. Idle memory is
+bounded by ``max_idle_bytes`` (``TIDU_COMPILE_POOL_BYTES``, default 256 MiB; 0 turns pooling
 off): the blocks idle the longest are freed first, so the sizes of a finished
 workload make room for the next one's.
 
@@ -34,10 +34,11 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import forksafe
+from tidu_compile.ownership import Lease
 
 __all__ = [
-    "DEBUG_FILL", "DEBUG_FILL_ENV", "MIN_POOLED_BYTES", "POOL", "BufferPool", "exclusive_owner",
-    "poison", "poisoned",
+    "DEBUG_FILL", "DEBUG_FILL_ENV", "MIN_POOLED_BYTES", "POOL", "BufferPool", "poison",
+    "poisoned",
 ]
 
 #: Outputs smaller than this come from ``np.empty`` (the allocator reuses them cheaply).
@@ -46,16 +47,16 @@ MIN_POOLED_BYTES = 1 << 17
 _DEFAULT_IDLE_BYTES = 256 << 20
 
 
-class _Lease:
+class _Lease(Lease):
     """The base of a pooled array: exports the block's memory, gives it back when freed."""
 
-    __slots__ = ("__array_interface__", "block", "pool")
+    __slots__ = ("__array_interface__", "pool")
 
     def __init__(
         self, pool: BufferPool, block: np.ndarray, address: int, shape: Any, typestr: str
     ) -> None:
+        super().__init__(block)
         self.pool = pool
-        self.block = block
         self.__array_interface__ = {
             "data": (address, False),
             "shape": shape,
@@ -199,26 +200,3 @@ def poisoned(allocate: Any) -> Any:
         return array
 
     return allocate_poisoned
-
-
-def exclusive_owner(array: Any) -> object | None:
-    """The object whose memory ``array`` covers exactly and alone, else None.
-
-    That is ``array`` itself when it owns its data, and its lease when it is a whole
-    pooled output (``allocate``, possibly reshaped). Two arrays with the same owner share
-    memory; an array with an owner that no other result has can be handed to the user
-    without a copy. Read-only and non-C-contiguous arrays have none.
-    """
-    if type(array) is not np.ndarray:
-        return None
-    flags = array.flags
-    if not (flags.writeable and flags.c_contiguous):
-        return None
-    if flags.owndata:
-        return array
-    base = array.base
-    if type(base) is np.ndarray:  # a view of a pooled array (numpy keeps that as its base)
-        base = base.base
-    if type(base) is _Lease and array.nbytes == base.block.nbytes:
-        return base
-    return None

@@ -20,7 +20,7 @@ operand.
 from __future__ import annotations
 
 from tidu_compile import ops
-from tidu_compile.compiler.program import Instr, NodeProgram
+from tidu_compile.compiler.ssa_program import Instr, NodeProgram
 from tidu_compile.ops.base import DIFFERENTIABLE_DTYPES, TensorType
 
 __all__ = ["fold_empty_values"]

@@ -24,7 +24,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.compiler.ssa_program import NodeProgram
 from tidu_compile.ops.base import TensorType
 
 __all__ = ["SHAPE_FIELDS", "Abstraction", "abstract"]

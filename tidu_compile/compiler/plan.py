@@ -172,7 +172,6 @@ class BoundPlan:
 
     def __init__(self, plan: Plan, functions: dict[str, Any], by_object: bool) -> None:
         self.plan = plan
-        self._by_object = by_object
         #: What a kernel is called with for an array: ``id`` (``.arrays`` entry points)
         #: or its data pointer.
         self.to_argument = id if by_object else _data_pointer

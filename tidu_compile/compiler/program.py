@@ -1,4 +1,4 @@
-"""The backward program of one tape node, in SSA form over positional value ids.
+"""Building the backward program of one tape node (a ``NodeProgram``: ``ssa_program``).
 
 ``build_program`` joins three graphs into one flat, typed program:
 
@@ -24,20 +24,19 @@ programs whatever the tape's keys were: the program is the compiler's cache iden
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from tidu_compile.ad import LinearizedGraph, linear_transpose
+from tidu_compile.compiler.empty import fold_empty_values
+from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.graph import Local, ProducedDef, ValueKey, resolve
 from tidu_compile.ops.base import UNSIGNED_DTYPES, TensorType
 
 __all__ = [
-    "ArgSource", "Instr", "MissingSavedValue", "NodeProgram", "UnsupportedNode", "build_program",
-    "compilable",
-    "graph_program", "infer_output_types", "needed_mask", "node_program", "prune_results",
-    "saved_value_order",
-]
+    "MissingSavedValue", "UnsupportedNode", "build_program", "compilable", "graph_program",
+    "infer_output_types", "needed_mask", "node_program", "prune_results", "saved_value_order",
+]  # fmt: skip
 
 
 class UnsupportedNode(TypeError):
@@ -46,56 +45,6 @@ class UnsupportedNode(TypeError):
 
 class MissingSavedValue(KeyError):
     """The backward program needs a value the tape did not save (the caller's error)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ArgSource:
-    """Where an argument comes from: ``("seed", i)`` or ``("saved", key_index)``.
-
-    For ``saved``, ``index`` counts the recorded graph's input keys, then its output keys,
-    then any retained intermediates (``build_program``'s ``saved_order``).
-    """
-
-    kind: str
-    index: int
-
-
-@dataclass(frozen=True, slots=True)
-class Instr:
-    """``outputs = op(*inputs)`` over value ids."""
-
-    op: Any
-    inputs: tuple[int, ...]
-    outputs: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class NodeProgram:
-    """A typed SSA program computing a node's input cotangents."""
-
-    arg_sources: tuple[ArgSource, ...]
-    types: tuple[TensorType, ...]  # one per value id; arguments are ids 0..len(args)-1
-    instrs: tuple[Instr, ...]
-    results: tuple[int | None, ...]
-
-    @property
-    def arg_count(self) -> int:
-        return len(self.arg_sources)
-
-    def __str__(self) -> str:
-        args = ", ".join(
-            f"{'seed' if s.kind == 'seed' else 'saved'}{s.index}: {self.types[i]}"
-            for i, s in enumerate(self.arg_sources)
-        )
-        lines = [f"program({args}) {{"]
-        for instr in self.instrs:
-            outs = ", ".join(f"v{o}" for o in instr.outputs)
-            ins = ", ".join(f"v{i}" for i in instr.inputs)
-            lines.append(f"  {outs} = {instr.op!r}({ins})")
-        results = ", ".join("None" if r is None else f"v{r}" for r in self.results)
-        lines.append(f"  return ({results},)")
-        lines.append("}")
-        return "\n".join(lines)
 
 
 def _infer(op: Any, types: Sequence[TensorType]) -> tuple[TensorType, ...]:
@@ -339,8 +288,6 @@ def compilable(program: NodeProgram) -> NodeProgram:
     """``program`` with its zero-size values folded out (``compiler.empty``): xDSL cannot
     lower zero-size memrefs, and an op on nothing has nothing to compute. A program of
     unsigned integers is ``UnsupportedNode`` (the tidu dialect's integers are signed)."""
-    from tidu_compile.compiler.empty import fold_empty_values
-
     unsigned = sorted({t.dtype for t in program.types if t.dtype in UNSIGNED_DTYPES})
     if unsigned:
         raise UnsupportedNode(f"values of {', '.join(unsigned)} are not compiled")

@@ -23,10 +23,12 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
+from tidu_compile.frontend.elementwise import where
 from tidu_compile.frontend.gather import gather, take_along_axis
 from tidu_compile.frontend.indexing import window
 from tidu_compile.frontend.joining import concatenate
 from tidu_compile.frontend.promotion import accumulated, broadcast_to, tracked, unary_input
+from tidu_compile.frontend.reductions import sum as total
 from tidu_compile.frontend.shapes import reshape, transpose
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
 
@@ -180,8 +182,6 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any
 
 
 def _triangle(m: Any, k: int, lower: bool) -> Tensor:
-    from tidu_compile.frontend.elementwise import where
-
     x = as_tensor(m)
     if x.ndim < 2:
         raise ValueError("tril/triu: the input must have at least 2 dimensions")
@@ -220,8 +220,6 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
 
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     """The sum of the ``offset`` diagonal."""
-    from tidu_compile.frontend.reductions import sum as total
-
     return total(diagonal(a, offset, axis1, axis2), axis=-1)
 
 

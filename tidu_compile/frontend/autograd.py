@@ -7,11 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from tidu_compile.compiler.buffers import exclusive_owner
 from tidu_compile.eager import BackwardExecutor, backward
+from tidu_compile.frontend.higher_order import backward_recorded
 from tidu_compile.frontend.state import get_default_executor
 from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.graph import ValueKey
+from tidu_compile.ownership import exclusive_owner
 
 __all__ = ["grad", "run_backward", "user_array"]
 
@@ -104,8 +105,6 @@ def _recorded_gradients(
     output: Tensor, inputs: Sequence[Tensor], seed: Any, executor: BackwardExecutor | None
 ) -> list[Tensor | None]:
     """``grad`` with ``create_graph=True``: tensors recorded on the tape."""
-    from tidu_compile.frontend.higher_order import backward_recorded
-
     if not isinstance(output, Tensor):
         raise TypeError(f"output: expected a Tensor, got {type(output).__name__}")
     if not output.requires_grad:

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile.frontend.joining import stack
 from tidu_compile.frontend.promotion import astype, broadcast_to
+from tidu_compile.frontend.shapes import reshape
 from tidu_compile.frontend.tensor import Tensor, contains_tensor
 
 __all__ = [
@@ -51,8 +53,6 @@ def _static(value: Any, name: str, argument: str) -> Any:
 def _stacked(value: Any) -> Any:
     """Nested lists holding tensors as one tensor: ``stack`` at every level that holds a
     tensor (``stack`` makes constants of the numbers and lists below)."""
-    from tidu_compile.frontend.joining import stack
-
     if isinstance(value, (list, tuple)) and contains_tensor(value):
         return stack([_stacked(item) for item in value])
     return value
@@ -63,8 +63,6 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, ndmin: int = 0) 
     (tensors are immutable), converted to ``dtype`` and given ``ndmin`` dimensions by
     recorded ops, so it keeps its gradient."""
     if isinstance(object, Tensor):
-        from tidu_compile.frontend.shapes import reshape
-
         result = object if dtype is None else astype(object, dtype)
         if result.ndim < ndmin:
             result = reshape(result, (1,) * (ndmin - result.ndim) + result.shape)

@@ -1,7 +1,7 @@
 """numpy functions called on a Tensor: ``__array_ufunc__`` and ``__array_function__``.
 
 numpy hands a call such as ``np.exp(t)`` or ``np.sum(t, axis=0)`` to the Tensor, which
-runs tidu_compile's function of that name (``frontend.FUNCTIONS``; numpy's aliases are
+runs tidu_compile's function of that name (``namespace.FUNCTIONS``; numpy's aliases are
 mapped: ``absolute`` -> ``abs``, ``amax`` -> ``max``, ``linalg.norm`` -> ``norm``) with
 the same arguments, so the result is a Tensor that carries the gradient. Otherwise:
 
@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile.frontend.namespace import FUNCTIONS
 from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.frontend.trees import leaves, map_leaves
@@ -57,8 +58,6 @@ def _traced(tensors: list[Tensor]) -> bool:
 
 def _lookup(qualified: str, name: str) -> tuple[str, Callable[..., Any]] | None:
     """The tidu_compile function for numpy's ``qualified`` (``numpy.linalg.norm``) name."""
-    from tidu_compile.frontend import FUNCTIONS
-
     candidates = [ALIASES.get(qualified), ALIASES.get(name) if qualified == name else None]
     if qualified == name:  # numpy's top-level namespace
         candidates.insert(0, name)

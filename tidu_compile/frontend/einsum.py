@@ -15,6 +15,12 @@
 
     einsum('bij,bjk->bik', a, b)   ->  DotGeneral(batch 0 x 0, contracting 2 x 1)
     einsum('ii->', a)              ->  Gather (the diagonal) + ReduceSum
+
+The contraction order is always ``einsum_path``'s greedy one: ``optimize`` takes
+numpy's values (``True``, ``False``, ``None``, ``"greedy"``, ``"optimal"``, or a path
+``["einsum_path", (0, 1), ...]`` that contracts the operands) so that numpy's calls
+run, and changes nothing (an order changes a result only by rounding); any other value
+is a ``TypeError`` naming it, a path that does not fit the operands a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ __all__ = ["einsum"]
 
 Labels = list[str]
 
+#: numpy's names of a path search (``optimize=``); the order here is always greedy.
+_PATH_NAMES = ("greedy", "optimal")
 _ELLIPSIS_LABELS = "".join(chr(0x3B1 + i) for i in range(24))  # greek: never a subscript
 
 
@@ -157,10 +165,39 @@ def _pair(
     return _sum_out(product, order, set(out))
 
 
+def _is(value: Any, *names: str) -> bool:
+    return isinstance(value, str) and value in names
+
+
+def _check_optimize(optimize: Any, operand_count: int) -> None:
+    """``TypeError`` unless ``optimize`` is one of numpy's values, ``ValueError`` for an
+    explicit path that does not contract ``operand_count`` operands to one (as numpy's
+    ``einsum_path`` checks it); the order itself is always the greedy one."""
+    if optimize is None or isinstance(optimize, bool) or _is(optimize, *_PATH_NAMES):
+        return
+    if not (isinstance(optimize, list | tuple) and optimize and _is(optimize[0], "einsum_path")):
+        raise TypeError(
+            "einsum: optimize must be a bool, None, 'greedy', 'optimal' or an einsum_path "
+            f"path ['einsum_path', (i, j), ...], got {optimize!r}"
+        )
+    remaining = operand_count
+    for step in optimize[1:]:
+        if not (isinstance(step, tuple) and step
+                and all(isinstance(i, int) and 0 <= i < remaining for i in step)
+                and len(set(step)) == len(step)):  # fmt: skip
+            raise ValueError(f"einsum: optimize: {step!r} is not a contraction of "
+                             f"{remaining} operands")  # fmt: skip
+        remaining -= len(step) - 1
+    if remaining != 1:
+        raise ValueError(f"einsum: optimize: the path leaves {remaining} operands")
+
+
 def einsum(subscripts: str, *operands: Any, optimize: Any = True) -> Tensor:
-    """Einstein summation over ``operands`` (see the module docstring)."""
+    """Einstein summation over ``operands`` (see the module docstring; ``optimize`` is
+    checked and does not change the contraction order)."""
     if not isinstance(subscripts, str):
         raise TypeError("einsum: the subscripts must be a string (numpy's first form)")
+    _check_optimize(optimize, len(operands))
     tensors = promoted(*operands) if operands else []
     labels, out = _parse(subscripts, [t.shape for t in tensors])
     sizes = _sizes(tensors, labels)

@@ -12,8 +12,8 @@ op has a loop for (``promotion.computes_in``: integers stay exact for ``negative
         return apply1(ops.Exp(), unary_input(x, ops.Exp))
 
 Functions with parameters or special rules (``power``, ``where``, ``compare``,
-``conj``, ``real``, ``imag``, ``sincos``) are written below by hand; composites of
-these (``abs``, ``clip``, ``sign``, ...) are in ``composites``.
+``conj``, ``real``, ``imag``, ``sincos``) are written below by hand; formulas of
+these (``abs``, ``clip``, ``sign``, ...) are in ``formulas``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ op, ~80 numpy 0-d ops. For the common case this module does only what the call n
   bits and warnings at a third of the cost of a ufunc on 0-d arrays);
 * per op class, once: the recorded one-op graph and the dtypes the op allows (``SPECS``),
   bound in the op's own function (``fast_unary``, ``fast_binary``: they are the
-  operators, ``Tensor.__mul__``, and the frontend functions, ``tc.sin``; one Python
+  operators, ``Tensor.__mul__`` set by ``tensor_methods``, and the frontend functions,
+  ``tc.sin``; one Python
   frame per op, the tape node built inline);
 * the thread's state (``no_grad``, a trace in progress) read only when some thread has
   one (``state.SPECIAL_THREADS``): a thread-local read costs ~10% of an op;
@@ -44,7 +45,7 @@ import numpy as np
 from tidu_compile import ops
 from tidu_compile.eager import RecordedGraph, Trace
 from tidu_compile.frontend.state import RECORDER, SPECIAL_THREADS, THREAD_STATE
-from tidu_compile.frontend.tensor import _NO_KEY, Tensor, _functions, recorded_graph_for
+from tidu_compile.frontend.tensor import CONSTANT_KEY, Tensor, recorded_graph_for
 from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
 
 __all__ = [
@@ -106,7 +107,7 @@ def _plain(out: np.ndarray) -> Tensor:
     tensor._data = out
     tensor._requires_grad = False
     tensor.grad = None
-    tensor._tape_key = _NO_KEY
+    tensor._tape_key = CONSTANT_KEY
     tensor._trace = None
     return tensor
 
@@ -296,7 +297,7 @@ class _Number:
 
     __slots__ = ("number", "like")
 
-    _key = _NO_KEY
+    _key = CONSTANT_KEY
     _trace = None
     _requires_grad = False
 
@@ -349,41 +350,11 @@ def _with_number(spec: Spec, t: Tensor, number: Any, reflected: bool) -> Tensor 
     return _recorded(graph, t, constant, out, (True, False))
 
 
-def _by_name(function: str) -> Callable[..., Tensor]:
-    """The frontend function ``function`` (looked up when called: ``frontend`` imports
-    this module)."""
-
-    def general(*operands: Any) -> Tensor:
-        return getattr(_functions(), function)(*operands)  # type: ignore[no-any-return]
-
-    return general
-
-
-#: The operators this module installs on ``Tensor``: ``name`` -> (op class, the frontend
-#: function of the general path). A binary one is ``__name__`` and ``__rname__``.
+#: The operators on this path (``tensor_methods`` sets them on ``Tensor``): ``name`` ->
+#: (op class, the frontend function of the general path). A binary one is ``__name__``
+#: and ``__rname__``.
 BINARY_OPERATORS: dict[str, tuple[type[TensorOp], str]] = {
     "add": (ops.Add, "add"), "sub": (ops.Sub, "subtract"), "mul": (ops.Mul, "multiply"),
     "truediv": (ops.Div, "divide"), "mod": (ops.Mod, "mod"),
 }  # fmt: skip
 UNARY_OPERATORS: dict[str, tuple[type[TensorOp], str]] = {"neg": (ops.Neg, "negative")}
-
-
-def _reflected(function: str) -> Callable[[Any, Any], Tensor]:
-    """``function(b, a)`` as the method ``a.__r<op>__(b)``."""
-    general = _by_name(function)
-    return lambda a, b: general(b, a)
-
-
-def _install_operators() -> None:
-    """``Tensor.__add__`` ... ``Tensor.__neg__``, ``//`` and ``%`` (``frontend.tensor``
-    imports this module last, to install them)."""
-    for name, (op, function) in BINARY_OPERATORS.items():
-        setattr(Tensor, f"__{name}__", fast_binary(op, _by_name(function)))
-        setattr(Tensor, f"__r{name}__", fast_binary(op, _by_name(function), reflected=True))
-    for name, (op, function) in UNARY_OPERATORS.items():
-        setattr(Tensor, f"__{name}__", fast_unary(op, _by_name(function)))
-    Tensor.__floordiv__ = _by_name("floor_divide")
-    Tensor.__rfloordiv__ = _reflected("floor_divide")
-
-
-_install_operators()

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
+from tidu_compile.frontend.elementwise import where
 from tidu_compile.frontend.indexing import window
 from tidu_compile.frontend.promotion import tracked
 from tidu_compile.frontend.shapes import reshape, transpose
@@ -265,8 +266,6 @@ def scatter(
     mask[flat] = True
     updates = reshape(values, (flat.size,))
     if last_only and np.unique(flat).size != flat.size:
-        from tidu_compile.frontend.elementwise import where
-
         _, first_of_reversed = np.unique(flat[::-1], return_index=True)
         keep = np.zeros(flat.size, dtype=bool)
         keep[flat.size - 1 - first_of_reversed] = True

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tidu_compile.eager import BackwardExecutor, EagerInput, RecordedGraph, Trace, upstream_nodes
+from tidu_compile.frontend.namespace import FUNCTIONS
 from tidu_compile.frontend.tensor import Tensor, eager_input, record_node
 from tidu_compile.graph import ValueKey
 from tidu_compile.node_graphs import jvp_graph, vjp_graph
@@ -51,8 +52,6 @@ def _record(
 
 
 def _add(a: Tensor, b: Tensor) -> Tensor:
-    from tidu_compile.frontend import FUNCTIONS
-
     return FUNCTIONS["add"](a, b)  # type: ignore[no-any-return]
 
 

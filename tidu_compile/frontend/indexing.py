@@ -1,8 +1,9 @@
-"""Indexing: ``x[key]`` with numpy's rules, recorded as slices (and gathers).
+"""Basic indexing: a key of ints, slices, ``None`` and ``...`` resolved to a window.
 
-Basic indexing (ints, slices with any step, ``None``, ``...``) is one ``Slice`` of the
-elements it keeps plus a ``Reshape`` that drops the integer-indexed dimensions and adds
-the new ones; a key that keeps everything records nothing::
+``x[key]`` (``Tensor.__getitem__``, in ``tensor_methods``) with a basic key (ints,
+slices with any step, ``None``, ``...``) is one ``Slice`` of the elements it keeps
+(``window``) plus a ``Reshape`` that drops the integer-indexed dimensions and adds the
+new ones; a key that keeps everything records nothing::
 
     x[1:, ::-2, 0]   ->  Slice(start=(1, 5, 0), step=(1, -2, 1), shape=(3, 3, 1)) + Reshape
 
@@ -13,7 +14,6 @@ record time, as numpy does.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,10 +23,9 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.frontend.promotion import tracked
-from tidu_compile.frontend.shapes import reshape
-from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
+from tidu_compile.frontend.tensor import Tensor, apply1
 
-__all__ = ["BasicIndex", "basic_index", "getitem", "is_basic_key", "normalize_key", "window"]
+__all__ = ["BasicIndex", "basic_index", "is_basic_key", "normalize_key", "window"]
 
 
 def normalize_key(key: Any) -> tuple[Any, ...]:
@@ -62,13 +61,6 @@ class BasicIndex:
     step: tuple[int, ...]
     counts: tuple[int, ...]
     shape: tuple[int, ...]
-
-    @property
-    def whole(self) -> bool:
-        """The window is the entire array (possibly reshaped)."""
-        return all(s == 1 for s in self.step) and all(f == 0 for f in self.start) and (
-            math.prod(self.counts) == math.prod(self.shape)
-        )
 
 
 def _expand_ellipsis(key: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
@@ -125,16 +117,3 @@ def window(x: Tensor, start: Sequence[int], step: Sequence[int], counts: Sequenc
     if not tracked(x):
         return Tensor(x.numpy()[ops.python_slices(start, step, counts)])
     return apply1(ops.Slice(start, step, counts, x.shape), x)
-
-
-def getitem(x: Any, key: Any) -> Tensor:
-    """``x[key]`` with numpy's basic and advanced indexing (see the module docstring)."""
-    x = as_tensor(x)
-    items = normalize_key(key)
-    if not is_basic_key(items):
-        from tidu_compile.frontend.gather import advanced_index
-
-        return advanced_index(x, items)
-    index = basic_index(x.shape, items)
-    part = window(x, index.start, index.step, index.counts)
-    return reshape(part, index.shape) if part.shape != index.shape else part

@@ -8,6 +8,7 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.frontend.promotion import astype, broadcast_to, contraction_dtype
+from tidu_compile.frontend.shapes import reshape
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
 
 __all__ = ["dot", "matmul", "outer"]
@@ -68,6 +69,4 @@ def dot(a: Any, b: Any) -> Tensor:
 
 def outer(a: Any, b: Any) -> Tensor:
     """numpy's ``outer``: ``a`` and ``b`` flattened, ``result[i, j] = a[i] * b[j]``."""
-    from tidu_compile.frontend.shapes import reshape
-
     return reshape(a, (-1, 1)) * reshape(b, (1, -1))

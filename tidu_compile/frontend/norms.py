@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
-from tidu_compile.frontend.composites import absolute
 from tidu_compile.frontend.elementwise import compare, conj, real, where
+from tidu_compile.frontend.formulas import absolute
 from tidu_compile.frontend.promotion import astype, unary_input
 from tidu_compile.frontend.reductions import keep_dims, max, min, normalize_axes, sum
 from tidu_compile.frontend.tensor import Tensor, apply1

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
+from tidu_compile.frontend.elementwise import conj
+from tidu_compile.frontend.joining import stack
 from tidu_compile.frontend.promotion import astype, contraction_dtype
 from tidu_compile.frontend.shapes import reshape, transpose
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
@@ -82,8 +84,6 @@ def outer(a: Any, b: Any) -> Tensor:
 
 def vdot(a: Any, b: Any) -> Tensor:
     """``sum(conj(a) * b)`` of the flattened arrays."""
-    from tidu_compile.frontend.elementwise import conj
-
     x, y = promoted(a, b)
     if x.size != y.size:
         raise ValueError(f"vdot: vectors have different lengths ({x.size} and {y.size})")
@@ -118,8 +118,6 @@ def _components(t: Tensor, axis: int) -> tuple[list[Tensor], int]:
 def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
           axis: int | None = None) -> Tensor:  # fmt: skip
     """The cross product of vectors of 2 or 3 components (numpy's rules)."""
-    from tidu_compile.frontend.joining import stack
-
     if axis is not None:
         axisa = axisb = axisc = axis
     x, y = promoted(a, b)

@@ -4,7 +4,7 @@ With ``m = stop_gradient(max(x))`` over the axes (0 where the maximum is not fin
 as scipy's, so that all -inf gives -inf and an inf or NaN propagates):
 
 =============  ==============================================================
-function       composite
+function       formula
 =============  ==============================================================
 logsumexp      ``log(sum(b * exp(x - m))) + m`` (``b`` optional weights);
                the gradient is the softmax: the shift carries none
@@ -26,8 +26,8 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.frontend.activations import stop_gradient
-from tidu_compile.frontend.composites import absolute
 from tidu_compile.frontend.elementwise import compare, real, where
+from tidu_compile.frontend.formulas import absolute
 from tidu_compile.frontend.promotion import coerce, unary_input
 from tidu_compile.frontend.reductions import (
     keep_dims,

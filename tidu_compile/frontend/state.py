@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,6 +18,7 @@ __all__ = [
     "set_capture",
     "get_default_executor",
     "grad_enabled",
+    "install_default_executor",
     "no_grad",
     "set_default_executor",
     "use_executor",
@@ -64,6 +65,8 @@ forksafe.after_fork_in_child(_count_the_forking_thread)
 
 _default: BackwardExecutor | None = None
 _default_lock = forksafe.Lock()
+#: ``[factory]``: makes the process default on first use (``install_default_executor``).
+_default_factory: list[Callable[[], BackwardExecutor]] = []
 
 
 def grad_enabled() -> bool:
@@ -71,7 +74,8 @@ def grad_enabled() -> bool:
 
 
 def current_capture() -> Any:
-    """The composite trace in progress in this thread (see ``frontend.composite``), or None."""
+    """The composite trace in progress in this thread (``frontend.composite_function``),
+    or None."""
     return _state.capture
 
 
@@ -102,11 +106,18 @@ def set_default_executor(executor: BackwardExecutor) -> None:
     _default = _check_executor(executor)
 
 
+def install_default_executor(factory: Callable[[], BackwardExecutor]) -> None:
+    """Make the process default with ``factory`` on first use. ``tidu_compile`` installs
+    its choice (compiled, else the reference executor): the executors are a layer above
+    the frontend, which imports none of them."""
+    _default_factory[:] = [factory]
+
+
 def get_default_executor() -> BackwardExecutor:
     """The innermost ``use_executor`` of this thread, else the process default.
 
     The process default is a ``CompiledExecutor`` when the compiler is importable,
-    else the ``ReferenceExecutor``.
+    else the ``ReferenceExecutor`` (made by the installed factory on first use).
     """
     if _state.executors:
         return _state.executors[-1]
@@ -114,18 +125,8 @@ def get_default_executor() -> BackwardExecutor:
     if _default is None:
         with _default_lock:
             if _default is None:
-                _default = _make_default_executor()
+                _default = _default_factory[0]()
     return _default
-
-
-def _make_default_executor() -> BackwardExecutor:
-    try:
-        from tidu_compile.executors.compiled import CompiledExecutor
-    except ImportError:
-        from tidu_compile.executors.reference import ReferenceExecutor
-
-        return ReferenceExecutor()
-    return CompiledExecutor()
 
 
 @contextmanager

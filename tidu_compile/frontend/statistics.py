@@ -1,7 +1,7 @@
-"""Statistics over ``axis``: ``var``, ``std`` and ``average``, composites of reductions.
+"""Statistics over ``axis``: ``var``, ``std`` and ``average``, formulas of reductions.
 
 =========  ==========================================================================
-function   composite
+function   formula
 =========  ==========================================================================
 var        ``sum(|x - mean(x)|^2) / (n - ddof)`` (``|d|^2 = Re(d conj(d))`` for complex
            values: a real result, as numpy); inf or NaN when ``n - ddof <= 0``

@@ -3,6 +3,11 @@
 Every op call checks types with the op's type rule, evaluates it with numpy and, when
 gradients are enabled and some input requires them, records it on the tape as a
 one-op ``RecordedGraph`` (cached per op, so its structure is shared between calls).
+
+The operators and methods that call frontend functions (``x * y``, ``x[key]``,
+``x.sum()``, ``x.backward()``, numpy's ``__array_ufunc__``) are attached to the class
+by ``frontend.tensor_methods``, above the modules that implement them (as JAX's
+``array_methods``): this module imports none of them.
 """
 
 from __future__ import annotations
@@ -22,11 +27,12 @@ from tidu_compile.graph import Input, ValueKey
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES, TensorOp, type_of
 
 __all__ = [
-    "LEAVES", "Tensor", "TracedValueError", "apply_op", "as_tensor", "contains_tensor",
-    "function_named", "tensor",
+    "CONSTANT_KEY", "LEAVES", "Tensor", "TracedValueError", "apply_op", "as_tensor",
+    "contains_tensor", "tensor",
 ]  # fmt: skip
 
-_NO_KEY: ValueKey = Input("constant")
+#: The tape key of a constant tensor (one that records nothing).
+CONSTANT_KEY: ValueKey = Input("constant")
 
 #: Leaf tensors that require gradients, by tape key (``Tensor.backward`` fills their .grad).
 LEAVES: weakref.WeakValueDictionary[ValueKey, Tensor] = weakref.WeakValueDictionary()
@@ -55,20 +61,6 @@ def _refuse_requires_grad(self: Tensor, value: Any) -> None:
     )
 
 
-def _method(name: str, function: str | None = None) -> Callable[..., Any]:
-    """A ``Tensor`` method that calls the frontend function ``function`` (default: ``name``)
-    with the tensor first, looked up by name when called (so methods of functions
-    added later work, and a missing one raises ``AttributeError`` naming it)."""
-    target = function or name
-
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        return function_named(target, f"Tensor.{name}")(self, *args, **kwargs)
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"``tidu_compile.{target}(self, ...)``, as numpy's ``ndarray.{name}``."
-    return method
-
-
 class Tensor:
     """An immutable n-d array with optional gradient tracking.
 
@@ -86,7 +78,7 @@ class Tensor:
         self,
         data: np.ndarray,
         requires_grad: bool = False,
-        key: ValueKey = _NO_KEY,
+        key: ValueKey = CONSTANT_KEY,
         trace: Trace | None = None,
     ) -> None:
         self._data = _readonly(data)
@@ -97,7 +89,7 @@ class Tensor:
 
     @property
     def _key(self) -> ValueKey:
-        """The tape key of this value (``_NO_KEY`` for a constant). A tensor recorded by
+        """The tape key of this value (``CONSTANT_KEY`` for a constant). A tensor recorded by
         ``fast_ops`` has None until first read: its node's output key, made then."""
         key = self._tape_key
         if key is None:
@@ -161,18 +153,6 @@ class Tensor:
             )
         return np.array(data, dtype=dtype, copy=True)
 
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from tidu_compile.frontend.dispatch import dispatch_ufunc
-
-        return dispatch_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(
-        self, func: Callable[..., Any], types: Any, args: Any, kwargs: Any
-    ) -> Any:
-        from tidu_compile.frontend.dispatch import dispatch_function
-
-        return dispatch_function(func, types, args, kwargs)
-
     def __len__(self) -> int:
         return len(self._data)
 
@@ -206,32 +186,16 @@ class Tensor:
     def __index__(self) -> int:
         return operator.index(self._concrete("operator.index(tensor)"))  # integer 0-d only
 
-    __hash__ = object.__hash__  # by identity: == is elementwise
-
-    # ------------------------------------------------------------ autograd
-    def backward(self, seed: Any = None) -> None:
-        """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf requiring grad."""
-        from tidu_compile.frontend.autograd import run_backward, user_array
-
-        cotangents = run_backward(self, seed, None)
-        taken: set[int] = set()
-        for key, ct in cotangents.items():
-            leaf = LEAVES.get(key)
-            if leaf is None or leaf is self and self._trace is not None:
-                continue
-            if leaf.grad is None:
-                leaf.grad = user_array(ct, leaf.dtype, taken)
-            else:
-                leaf.grad = leaf.grad + np.asarray(ct, dtype=leaf.dtype)
-
     def detach(self) -> Tensor:
         """The same values as a tensor without gradient."""
         return Tensor(self._concrete("Tensor.detach()"))
 
-    # ------------------------------------------------------------ operators
-    # ``+ - * / % //`` and unary ``-``: methods made by ``frontend.fast_ops`` (the recording
-    # fast path, else the frontend function: ``x * y`` is ``tidu_compile.multiply(x, y)``,
-    # ``x // y`` is ``tidu_compile.floor_divide(x, y)``).
+    __hash__ = object.__hash__  # by identity: == is elementwise
+
+    # ------------------------------------------------------------ attached from above
+    # Set by ``frontend.tensor_methods`` (see the module docstring); declared here for
+    # type checkers. ``+ - * / %`` and unary ``-`` go through the recording fast path
+    # (``frontend.fast_ops``); every other one calls the frontend function of its name.
     __add__: ClassVar[Callable[[Tensor, Any], Tensor]]
     __radd__: ClassVar[Callable[[Tensor, Any], Tensor]]
     __sub__: ClassVar[Callable[[Tensor, Any], Tensor]]
@@ -245,103 +209,55 @@ class Tensor:
     __floordiv__: ClassVar[Callable[[Tensor, Any], Tensor]]
     __rfloordiv__: ClassVar[Callable[[Tensor, Any], Tensor]]
     __neg__: ClassVar[Callable[[Tensor], Tensor]]
+    __abs__: ClassVar[Callable[[Tensor], Tensor]]
+    __pow__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __rpow__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __matmul__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __rmatmul__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __lt__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __le__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __gt__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __ge__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __eq__: ClassVar[Callable[[Tensor, object], Any]]
+    __ne__: ClassVar[Callable[[Tensor, object], Any]]
+    __getitem__: ClassVar[Callable[[Tensor, Any], Tensor]]
+    __array_ufunc__: ClassVar[Callable[..., Any]]
+    __array_function__: ClassVar[Callable[..., Any]]
+    backward: ClassVar[Callable[..., None]]
+    T: Tensor  # properties
+    real: Tensor
+    imag: Tensor
+    at: Any
+    astype: ClassVar[Callable[[Tensor, Any], Tensor]]
+    sum: ClassVar[Callable[..., Tensor]]
+    mean: ClassVar[Callable[..., Tensor]]
+    reshape: ClassVar[Callable[..., Tensor]]
+    transpose: ClassVar[Callable[..., Tensor]]
+    conj: ClassVar[Callable[..., Tensor]]
+    conjugate: ClassVar[Callable[..., Tensor]]
+    dot: ClassVar[Callable[..., Tensor]]
+    flatten: ClassVar[Callable[..., Tensor]]
+    ravel: ClassVar[Callable[..., Tensor]]
+    squeeze: ClassVar[Callable[..., Tensor]]
+    swapaxes: ClassVar[Callable[..., Tensor]]
+    clip: ClassVar[Callable[..., Tensor]]
+    max: ClassVar[Callable[..., Tensor]]
+    min: ClassVar[Callable[..., Tensor]]
+    prod: ClassVar[Callable[..., Tensor]]
+    var: ClassVar[Callable[..., Tensor]]
+    std: ClassVar[Callable[..., Tensor]]
+    argmax: ClassVar[Callable[..., Tensor]]
+    argmin: ClassVar[Callable[..., Tensor]]
+    all: ClassVar[Callable[..., Tensor]]
+    any: ClassVar[Callable[..., Tensor]]
 
     def __pos__(self) -> Tensor:
         return self
-
-    def __abs__(self) -> Tensor:
-        return function_named("abs", "abs(tensor)")(self)  # type: ignore[no-any-return]
-
-    def __pow__(self, exponent: Any) -> Tensor:
-        return function_named("power", "tensor ** y")(self, exponent)  # type: ignore[no-any-return]
-
-    def __rpow__(self, base: Any) -> Tensor:
-        return function_named("power", "x ** tensor")(base, self)  # type: ignore[no-any-return]
-
-    def __matmul__(self, other: Any) -> Tensor:
-        return _functions().matmul(self, other)
-
-    def __rmatmul__(self, other: Any) -> Tensor:
-        return _functions().matmul(other, self)
-
-    def __lt__(self, other: Any) -> Tensor:
-        return _functions().compare("lt", self, other)
-
-    def __le__(self, other: Any) -> Tensor:
-        return _functions().compare("le", self, other)
-
-    def __gt__(self, other: Any) -> Tensor:
-        return _functions().compare("gt", self, other)
-
-    def __ge__(self, other: Any) -> Tensor:
-        return _functions().compare("ge", self, other)
-
-    def __eq__(self, other: object) -> Any:  # elementwise, as numpy
-        return _compare_or_not_implemented("eq", self, other)
-
-    def __ne__(self, other: object) -> Any:
-        return _compare_or_not_implemented("ne", self, other)
-
-    # ------------------------------------------------------------ ndarray's methods
-    @property
-    def T(self) -> Tensor:  # noqa: N802 - numpy's name
-        return _functions().transpose(self)
-
-    @property
-    def real(self) -> Tensor:
-        return _functions().real(self)  # type: ignore[no-any-return]
-
-    @property
-    def imag(self) -> Tensor:
-        return _functions().imag(self)  # type: ignore[no-any-return]
-
-    def astype(self, dtype: Any) -> Tensor:
-        """``self`` converted to ``dtype`` (recorded, so differentiable, between float
-        and complex dtypes)."""
-        return _functions().astype(self, dtype)  # type: ignore[no-any-return]
 
     def copy(self) -> Tensor:
         """``self``: a tensor is immutable, so a copy would be indistinguishable (and
         keeps the gradient path)."""
         return self
-
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return _functions().sum(self, axis, keepdims)
-
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return _functions().mean(self, axis, keepdims)
-
-    def reshape(self, *shape: Any) -> Tensor:
-        target = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return _functions().reshape(self, target)
-
-    def transpose(self, *axes: Any) -> Tensor:
-        target = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
-        return _functions().transpose(self, target or None)
-
-    conj = _method("conj")
-    conjugate = _method("conjugate", "conj")
-    dot = _method("dot")
-    flatten = _method("flatten")
-    ravel = _method("ravel")
-    squeeze = _method("squeeze")
-    swapaxes = _method("swapaxes")
-    clip = _method("clip")
-    max = _method("max")
-    min = _method("min")
-    prod = _method("prod")
-    var = _method("var")
-    std = _method("std")
-    argmax = _method("argmax")
-    argmin = _method("argmin")
-    all = _method("all")
-    any = _method("any")
-
-    def __getitem__(self, key: Any) -> Tensor:
-        """numpy's basic and advanced indexing, recorded (``Slice``, ``Gather``)."""
-        from tidu_compile.frontend.indexing import getitem
-
-        return getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         raise TypeError(
@@ -349,42 +265,6 @@ class Tensor:
             "x.at[key].set(value) returns a new tensor with those elements replaced, "
             "x.at[key].add(value) one with value added to them"
         )
-
-    @property
-    def at(self) -> Any:
-        """Functional updates, as in JAX: ``x.at[key].set(v)``, ``x.at[key].add(v)``."""
-        from tidu_compile.frontend.updates import IndexUpdates
-
-        return IndexUpdates(self)
-
-
-#: What ``==`` compares elementwise (anything else: ``NotImplemented``, so ``False``).
-_ARRAY_LIKE = (np.ndarray, np.generic, bool, int, float, complex, list, tuple)
-
-
-def _compare_or_not_implemented(direction: str, tensor: Tensor, other: object) -> Any:
-    """``tensor <direction> other`` elementwise; ``NotImplemented`` for an operand that is
-    not array-like (``t == None`` is then False, as for other Python objects)."""
-    if not isinstance(other, (Tensor, *_ARRAY_LIKE)):
-        return NotImplemented
-    return _functions().compare(direction, tensor, other)
-
-
-def function_named(name: str, caller: str) -> Callable[..., Any]:
-    """The frontend function ``name``; ``AttributeError`` naming it when it does not exist
-    (yet): the methods and operators of ``Tensor`` look functions up by name."""
-    function = _functions().FUNCTIONS.get(name)
-    if function is None:
-        raise AttributeError(f"{caller} needs tidu_compile.{name}, which does not exist yet")
-    return function  # type: ignore[no-any-return]
-
-
-def _functions() -> Any:
-    """The frontend package, whose namespace holds every function (imported late: the
-    function modules import this one)."""
-    from tidu_compile import frontend
-
-    return frontend
 
 
 def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
@@ -510,5 +390,3 @@ def apply1(op: TensorOp, *inputs: Tensor) -> Tensor:
 def input_types(inputs: Sequence[Tensor]) -> list[Any]:
     return [type_of(t._data) for t in inputs]
 
-
-from tidu_compile.frontend import fast_ops as _fast_ops  # noqa: E402, F401 - the operators

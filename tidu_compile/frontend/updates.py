@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
+from tidu_compile.frontend.elementwise import binary, where
+from tidu_compile.frontend.gather import numpy_shape, scatter
 from tidu_compile.frontend.indexing import basic_index, is_basic_key, normalize_key
 from tidu_compile.frontend.promotion import astype, broadcast_to, tracked
 from tidu_compile.frontend.shapes import reshape
@@ -64,14 +66,10 @@ class _IndexedUpdate:
 
     def add(self, values: Any) -> Tensor:
         """A copy of ``x`` with ``values`` added at ``key`` (repeated indices add up)."""
-        from tidu_compile.frontend.elementwise import binary
-
         return binary(ops.Add, self._x, self._scattered(values)[0])
 
     def set(self, values: Any) -> Tensor:
         """A copy of ``x`` with ``values`` at ``key`` (the last one, where indexed twice)."""
-        from tidu_compile.frontend.elementwise import where
-
         placed, mask = self._scattered(values, last_only=True)
         return where(mask, placed, self._x)
 
@@ -79,8 +77,6 @@ class _IndexedUpdate:
         """``values`` placed in zeros of ``x``'s shape, and the mask of the positions."""
         x, key = self._x, self._key
         if not is_basic_key(key):
-            from tidu_compile.frontend.gather import numpy_shape, scatter
-
             return scatter(x, key, _updates(x, values, numpy_shape(x, key)), last_only)
         index = basic_index(x.shape, key)
         v = reshape(_updates(x, values, index.shape), index.counts)

@@ -38,13 +38,9 @@ from tidu_compile.tools.bench.report import (
     machine_info,
     ratio,
 )
+from tidu_compile.tools.bench.row import COMPOSITE_UNAVAILABLE, Workload, relative_errors
 from tidu_compile.tools.bench.timing import Policy, measure
-from tidu_compile.tools.bench.workloads import (
-    COMPOSITE_UNAVAILABLE,
-    Workload,
-    relative_errors,
-    select_workloads,
-)
+from tidu_compile.tools.bench.workloads import select_workloads
 
 __all__ = ["BenchError", "Progress", "add_arguments", "command", "main", "run"]
 

@@ -33,14 +33,9 @@ from typing import Any
 
 import numpy as np
 from tidu_compile.tools.bench import workloads_indexing as indexing
+from tidu_compile.tools.bench.row import Workload, relative_errors
 from tidu_compile.tools.bench.timing import Policy, measure
-from tidu_compile.tools.bench.workloads import (
-    Workload,
-    find_workload,
-    relative_errors,
-    w2_chain,
-    w2_ops,
-)
+from tidu_compile.tools.bench.workloads import find_workload, w2_chain, w2_ops
 
 __all__ = ["PEERS", "MARKER", "peer_installed", "peer_version", "run_peer", "main"]
 

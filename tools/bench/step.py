@@ -8,7 +8,7 @@ the loss and both gradients from the input arrays:
 * ``numpy by hand``: the loss and gradients written out, each intermediate once;
 * ``tidu @tc.function``: the traced forward (one compiled program) then ``tc.grad``;
 * ``tidu value_and_grad``: ``func.value_and_grad`` of the ``@tc.function``: forward and
-  backward as one fused program (``frontend.composite_grad``);
+  backward as one fused program (``tidu_compile.composite_grad``);
 * ``jax.jit(value_and_grad)`` when jax is installed.
 
 Every result is checked against numpy's first; the table gives milliseconds and the

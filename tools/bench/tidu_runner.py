@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tidu_compile.tools.bench.row import Workload
 from tidu_compile.tools.bench.timing import Policy, measure
-from tidu_compile.tools.bench.workloads import Workload, find_workload
+from tidu_compile.tools.bench.workloads import find_workload
 
 __all__ = ["main", "process_warmup", "record", "run_tidu", "run_warm_disk"]
 

@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .row import Workload, recorded, seeded
+from .workloads_indexing import workloads as indexing_workloads
+
 __all__ = [
-    "COMPOSITE_UNAVAILABLE",
     "GROUPS",
-    "Workload",
     "all_workloads",
     "find_workload",
     "make_w1",
@@ -42,81 +42,11 @@ __all__ = [
     "make_w3",
     "make_w4",
     "select_workloads",
-    "relative_errors",
     "w2_chain",
     "w2_ops",
 ]
 
-#: The row text when ``tidu_compile.function`` does not exist.
-COMPOSITE_UNAVAILABLE = "n/a (composite recording not available)"
-
 GROUPS = ("W1", "W2", "W3", "W4", "W5", "W6")  # W5, W6: ``workloads_indexing``
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One benchmark row.
-
-    ``key`` names the row (``"W1 n=1e6"``); ``peer_key`` names the problem the numpy,
-    torch and jax columns measure (rows that differ only in how tidu records share it).
-    ``recording`` is ``"per-op"`` (the ordinary frontend) or ``"composite"`` (the whole
-    function recorded as one tape node by ``tidu_compile.function``).
-    """
-
-    key: str
-    group: str
-    description: str
-    dtype: str
-    input_names: tuple[str, ...]
-    grad_inputs: tuple[int, ...]
-    size: int
-    make_inputs: Callable[[int], list[np.ndarray]]
-    tidu_loss: Callable[..., Any]
-    numpy_forward: Callable[..., Any]
-    numpy_backward: Callable[[Any], list[np.ndarray]]
-    recording: str = "per-op"
-    peer_key: str = ""
-    #: The full step by hand, ``(loss, *gradients)`` from the inputs, each intermediate
-    #: computed once (W2, W3: the forward keeping what the backward reads, then the
-    #: backward); None where the bench has none.
-    numpy_step: Callable[..., Any] | None = None
-
-    @property
-    def problem(self) -> str:
-        """The key the numpy and peer measurements are filed under."""
-        return self.peer_key or self.key
-
-    @property
-    def grad_names(self) -> tuple[str, ...]:
-        """Names of the differentiated inputs, in gradient order."""
-        return tuple(self.input_names[i] for i in self.grad_inputs)
-
-    @property
-    def rtol(self) -> float:
-        """Gradient-check tolerance, relative to the reference's largest magnitude."""
-        return 1e-3 if np.dtype(self.dtype) == np.float32 else 1e-6
-
-    def numpy_gradients(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """The hand-written gradients at ``arrays`` (forward then backward)."""
-        return self.numpy_backward(self.numpy_forward(*arrays))
-
-
-def relative_errors(got: Sequence[Any], want: Sequence[np.ndarray]) -> list[float]:
-    """Per gradient: ``max |got - want| / max |want|`` (``inf`` for a missing or misshapen one).
-
-    A reference that is all zeros is compared absolutely.
-    """
-    errors: list[float] = []
-    for g, w in zip(got, want, strict=True):
-        if g is None or np.shape(g) != np.shape(w):
-            errors.append(float("inf"))
-            continue
-        reference = np.asarray(w, dtype=np.float64)
-        scale = float(np.max(np.abs(reference))) if reference.size else 0.0
-        diff = np.abs(np.asarray(g, dtype=np.float64) - reference)
-        worst = float(np.max(diff)) if diff.size else 0.0
-        errors.append(worst / scale if scale > 0 else worst)
-    return errors
 
 
 def _sci(n: int) -> str:
@@ -125,30 +55,7 @@ def _sci(n: int) -> str:
     return f"1e{exponent}" if n == 10**exponent and n >= 1000 else str(n)
 
 
-def _rng(seed: int, salt: int) -> np.random.Generator:
-    return np.random.default_rng([seed, salt])
-
-
 # ------------------------------------------------------------------ W1
-
-
-def _recorded(loss: Callable[..., Any], composite: bool) -> Callable[..., Any]:
-    """``loss`` itself (per-op recording) or wrapped by ``tidu_compile.function``: once
-    per ``loss`` (``_composite``), so later calls replay its trace as a real loop does."""
-    if not composite:
-        return loss
-    import tidu_compile as tc
-
-    if getattr(tc, "function", None) is None:
-        raise NotImplementedError(COMPOSITE_UNAVAILABLE)
-    return _composite(loss)
-
-
-@functools.cache
-def _composite(loss: Callable[..., Any]) -> Callable[..., Any]:
-    import tidu_compile as tc
-
-    return tc.function(loss)  # type: ignore[no-any-return]
 
 
 def make_w1(n: int, composite: bool = False, dtype: str = "float64") -> Workload:
@@ -157,7 +64,7 @@ def make_w1(n: int, composite: bool = False, dtype: str = "float64") -> Workload
     short = "f32" if np_dtype == np.float32 else "f64"
 
     def make_inputs(seed: int) -> list[np.ndarray]:
-        rng = _rng(seed, 1)
+        rng = seeded(seed, 1)
         return [rng.standard_normal(n).astype(np_dtype), rng.standard_normal(n).astype(np_dtype)]
 
     def loss(x: Any, y: Any) -> Any:
@@ -166,7 +73,7 @@ def make_w1(n: int, composite: bool = False, dtype: str = "float64") -> Workload
         return tc.sum(tc.tanh(x * y + tc.exp(-x)) * y)
 
     def tidu_loss(x: Any, y: Any) -> Any:
-        return _recorded(loss, composite)(x, y)
+        return recorded(loss, composite)(x, y)
 
     def numpy_forward(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
         return x, y
@@ -239,7 +146,7 @@ def make_w2(ops: int = 1000, composite: bool = False) -> Workload:
     chain_of_sin = functools.cache(lambda sin: w2_chain(sequence, sin))  # one chain per run
 
     def make_inputs(seed: int) -> list[np.ndarray]:
-        rng = _rng(seed, 2)
+        rng = seeded(seed, 2)
         x0 = np.array(rng.standard_normal())
         a = np.array(0.5 + 0.5 * rng.random())  # |a| < 1 keeps the chain bounded
         b = np.array(0.5 * rng.standard_normal())
@@ -248,7 +155,7 @@ def make_w2(ops: int = 1000, composite: bool = False) -> Workload:
     def tidu_loss(x: Any, a: Any, b: Any) -> Any:
         import tidu_compile as tc
 
-        return _recorded(chain_of_sin(tc.sin), composite)(x, a, b)
+        return recorded(chain_of_sin(tc.sin), composite)(x, a, b)
 
     def numpy_forward(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> Any:
         x = x[()]
@@ -322,7 +229,7 @@ def make_w3(
     short = "f32" if np_dtype == np.float32 else "f64"
 
     def make_inputs(seed: int) -> list[np.ndarray]:
-        rng = _rng(seed, 3)
+        rng = seeded(seed, 3)
         shapes = [(batch, features), (features, hidden), (hidden,), (hidden, outputs),
                   (outputs,), (batch, outputs)]  # fmt: skip
         scales = [1.0, features**-0.5, 0.1, hidden**-0.5, 0.1, 1.0]
@@ -335,7 +242,7 @@ def make_w3(
         return tc.sum((tc.tanh(x @ w1 + b1) @ w2 + b2 - y) ** 2)
 
     def tidu_loss(*args: Any) -> Any:
-        return _recorded(loss, composite)(*args)
+        return recorded(loss, composite)(*args)
 
     def numpy_forward(
         x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray,
@@ -386,7 +293,7 @@ def make_w4(rows: int = 2000, cols: int | None = None, composite: bool = False) 
     width = rows if cols is None else cols
 
     def make_inputs(seed: int) -> list[np.ndarray]:
-        rng = _rng(seed, 4)
+        rng = seeded(seed, 4)
         return [rng.standard_normal((rows, width)), rng.standard_normal(width)]
 
     def loss(a: Any, v: Any) -> Any:
@@ -395,7 +302,7 @@ def make_w4(rows: int = 2000, cols: int | None = None, composite: bool = False) 
         return tc.sum(tc.exp(a - v) ** 2)
 
     def tidu_loss(a: Any, v: Any) -> Any:
-        return _recorded(loss, composite)(a, v)
+        return recorded(loss, composite)(a, v)
 
     def numpy_forward(a: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return a, v
@@ -453,14 +360,8 @@ def all_workloads(quick: bool = False) -> list[Workload]:
         make_w3("float64", composite=True),
         make_w4(rows),
         make_w4(rows, composite=True),
-        *_indexing_workloads(quick),
+        *indexing_workloads(quick),
     ]
-
-
-def _indexing_workloads(quick: bool) -> list[Workload]:
-    from .workloads_indexing import workloads
-
-    return workloads(quick)
 
 
 def find_workload(key: str) -> Workload:

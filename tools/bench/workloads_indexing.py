@@ -1,4 +1,4 @@
-"""The indexing and contraction workloads of the benchmark (see ``workloads``):
+"""The indexing and contraction workloads of the benchmark (``workloads`` holds the suite):
 
 * W5 ``sum(log_softmax(X @ W)[arange(n), labels])``, n = 4096 rows of 1024 features,
   100 classes, f64; the gradient of ``W``. ``log_softmax`` subtracts the row maximum by
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .workloads import Workload, _recorded, _rng
+from .row import Workload, recorded, seeded
 
 __all__ = ["GROUPS", "jax_loss", "make_w5", "make_w6", "torch_loss", "workloads"]
 
@@ -41,7 +41,7 @@ def make_w5(rows: int = 4096, features: int = 1024, classes: int = 100,
     """W5: the summed log-likelihood of integer labels under a linear softmax model."""
 
     def make_inputs(seed: int) -> list[np.ndarray]:
-        rng = _rng(seed, 5)
+        rng = seeded(seed, 5)
         x = rng.standard_normal((rows, features))
         w = rng.standard_normal((features, classes)) * features**-0.5
         return [x, w, rng.integers(0, classes, rows)]
@@ -55,7 +55,7 @@ def make_w5(rows: int = 4096, features: int = 1024, classes: int = 100,
         return tc.sum(log_p[np.arange(rows), labels])
 
     def tidu_loss(x: Any, w: Any, labels: Any) -> Any:
-        return _recorded(loss, composite)(x, w, labels)
+        return recorded(loss, composite)(x, w, labels)
 
     def numpy_forward(x: np.ndarray, w: np.ndarray, labels: np.ndarray) -> Any:
         z = x @ w
@@ -98,7 +98,7 @@ def make_w6(batch: int = 64, size: int = 128, composite: bool = False) -> Worklo
     """W6: ``sum(einsum(W6_SPEC, einsum(W6_SPEC, A, B), C))``; gradients of A, B, C."""
 
     def make_inputs(seed: int) -> list[np.ndarray]:
-        rng = _rng(seed, 6)
+        rng = seeded(seed, 6)
         return [rng.standard_normal((batch, size, size)) * size**-0.5 for _ in range(3)]
 
     def loss(a: Any, b: Any, c: Any) -> Any:
@@ -107,7 +107,7 @@ def make_w6(batch: int = 64, size: int = 128, composite: bool = False) -> Worklo
         return tc.sum(tc.einsum(W6_SPEC, tc.einsum(W6_SPEC, a, b), c))
 
     def tidu_loss(a: Any, b: Any, c: Any) -> Any:
-        return _recorded(loss, composite)(a, b, c)
+        return recorded(loss, composite)(a, b, c)
 
     def numpy_forward(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Any:
         return a, b, c, a @ b

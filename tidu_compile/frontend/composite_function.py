@@ -164,7 +164,7 @@ class _Traced:
     retained: list[int]
     single_output: bool
     forward_plan: ForwardPlan
-    #: ``func.value_and_grad``'s fused program (``frontend.composite_grad``), built on
+    #: ``func.value_and_grad``'s fused program (``tidu_compile.composite_grad``), built on
     #: its first use: one per trace, whose key fixes the input types and which inputs
     #: require gradients. None: not fusable.
     fused: Any = UNBUILT

@@ -34,8 +34,8 @@ from tidu_compile.compiler.program import (
     saved_value_order,
 )
 from tidu_compile.eager import RecordedGraph
-from tidu_compile.frontend.composite import UNBUILT
 from tidu_compile.frontend.composite_forward import copy_operations
+from tidu_compile.frontend.composite_function import UNBUILT
 from tidu_compile.frontend.state import current_capture, get_default_executor, grad_enabled
 from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.frontend.trees import leaves as tree_leaves

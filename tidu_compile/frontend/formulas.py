@@ -1,8 +1,9 @@
-"""Elementwise numpy functions written with other functions: parameters, complex cases,
-or an exact composite of primitives (so their gradients follow from the primitives').
+"""Elementwise numpy functions written as formulas of other functions: parameters,
+complex cases, or an exact formula of primitives (so their gradients follow from the
+primitives').
 
 =============  ===============================================================
-function       composite
+function       formula
 =============  ===============================================================
 absolute/abs   ``Abs``; complex: ``hypot(Re z, Im z)`` (real; gradient 0 at 0)
 sign           ``Sign``; complex: ``z / |z|``, 0 at 0 (numpy 2)
