@@ -38,7 +38,7 @@ PACKAGE = "tidu_compile"
 #: ``""`` being the package's own ``__init__``: its public names). A module imports its
 #: own group and the groups of lower layers only; groups of one layer are independent.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("forksafe", "ownership"),  # process-wide utilities: locks renewed after fork, array memory
+    ("forksafe", "ownership", "version"),  # locks renewed after fork, array memory, version
     ("graph",),  # keys, graphs, builder, resolve (pure Python)
     ("ad", "printing"),  # rules and transforms; text and dot of graphs
     ("evaluation",),  # running a graph on values, op by op
@@ -57,23 +57,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tools",),  # the tidu-compile CLI, demo, examples, bench
 )
 
-#: Edges the checks let through for now, each with why. The first four are removed by
-#: branches of issue 20 in progress (helpers "ops" and "stages"): remove each entry when
-#: its branch lands (the test fails on an entry nothing needs any more).
+#: Edges the checks let through for now, each with why. They are removed by a branch of
+#: issue 20 in progress (helper "ops"): remove each entry when its branch lands (the test
+#: fails on an entry nothing needs any more).
 ALLOWED: dict[tuple[str, str], str] = {
     ("ops.base", "ops.elementwise"): "the circle ops.base <-> elementwise (Add imported "
     "lazily; helper ops)",
     ("dialects.tidu_base", "dialects.tidu_canonicalize"): "the dialects circle tidu_base -> "
     "tidu_canonicalize -> tidu (the generated ops imported lazily; helper ops)",
-    ("backend.lower_to_llvm", "compiler.stages"): "the llvm stage's passes read from the "
-    "stage table (helper stages)",
-    ("compiler.plan", "backend.array_entry"): "llvmlite's IR builder imported for a "
-    "constant (helper stages: a constants module free of llvmlite)",
-    # Found outside this branch's area, reported:
-    ("compiler.native", ""): "the code fingerprint reads tidu_compile.__version__ (the "
-    "version belongs in a module of the bottom layer)",
-    ("evaluation", "ops.base"): "evaluate_primitive types values with ops.base.type_of (the "
-    "check belongs to the ops: a TensorOp method that types its values)",
 }
 
 #: Where each importable folder lives (pyproject's package-dir).

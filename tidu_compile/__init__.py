@@ -62,8 +62,7 @@ from tidu_compile.graph import (
     ValueNode,
     resolve,
 )
-
-__version__ = "0.1.0"
+from tidu_compile.version import __version__ as __version__
 
 globals().update(FUNCTIONS)  # exp, sum, matmul, where, ...: see tidu_compile.frontend
 

@@ -19,17 +19,11 @@ __all__ = ["evaluate_graph", "evaluate_keys", "evaluate_primitive"]
 
 
 def evaluate_primitive(op: Any, values: Sequence[Any]) -> list[Any]:
-    """Evaluate ``op`` on concrete values; checks types first when the op has a type rule."""
-    infer = getattr(op, "infer_types", None)
-    if infer is not None:
-        from tidu_compile.ops.base import type_of
-
-        for index, value in enumerate(values):
-            if not hasattr(value, "shape") or not hasattr(value, "dtype"):
-                raise TypeError(
-                    f"{op!r}: input {index} is a {type(value).__name__}, expected a numpy array"
-                )
-        infer(*(type_of(v) for v in values))
+    """Evaluate ``op`` on concrete values; checks them first when the op can
+    (``check_values``: the standard ops type-check numpy arrays with their type rule)."""
+    check = getattr(op, "check_values", None)
+    if check is not None:
+        check(*values)
     evaluate = getattr(op, "evaluate", None)
     if evaluate is None:
         raise TypeError(f"{op!r} has no evaluate(); the reference executor cannot run it")

@@ -14,6 +14,7 @@ import pytest
 import xdsl
 
 import tidu_compile as tc
+from tidu_compile import version
 from tidu_compile.backend import target
 from tidu_compile.compiler import native
 from tidu_compile.executors.compiled import CompiledExecutor, CompileForbiddenError
@@ -36,7 +37,7 @@ def test_the_key_names_the_project_and_xdsl_versions(
     fresh_fingerprint: Callable[[], str],
 ) -> None:
     parts = fresh_fingerprint().split("|")
-    assert parts[0] == f"tidu_compile-{tc.__version__}"
+    assert parts[0] == f"tidu_compile-{tc.__version__}" == f"tidu_compile-{version.__version__}"
     assert parts[1] == f"xdsl-{xdsl.__version__}"  # the dist-info read agrees with xDSL's
 
 
@@ -51,7 +52,7 @@ def test_an_upgrade_never_loads_a_kernel_of_the_old_version(
     again = CompiledExecutor(tmp_path, forbid_compile=True)
     assert np.array_equal(gradient(again)[0], expected[0]) and again.stats.disk_hits > 0
     if upgrade == "project":
-        monkeypatch.setattr(tc, "__version__", "99.0")
+        monkeypatch.setattr(version, "__version__", "99.0")
     else:
         monkeypatch.setattr(native, "installed_version", lambda name: "99.0")
     with pytest.raises(CompileForbiddenError):

@@ -18,7 +18,7 @@ import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tidu_compile import forksafe
+from tidu_compile import forksafe, version
 from tidu_compile.compiler.cache import cache_key
 from tidu_compile.compiler.plan import BoundPlan, Plan
 from tidu_compile.compiler.program import NodeProgram
@@ -85,8 +85,6 @@ def learn_environment(fingerprint: str) -> None:
 def code_fingerprint() -> str:
     """The project's version, xDSL's version and a digest of the code generator's source
     (~50 files, ~3 ms once per process)."""
-    import tidu_compile
-
     source = hashlib.sha256()
     for package in CODE_PACKAGES:
         spec = importlib.util.find_spec(package)  # its files, without importing it
@@ -94,7 +92,7 @@ def code_fingerprint() -> str:
             for path in sorted(Path(directory).glob("*.py")):
                 source.update(f"{package}.{path.stem}\0".encode())
                 source.update(path.read_bytes())
-    versions = f"tidu_compile-{tidu_compile.__version__}|xdsl-{installed_version('xdsl')}"
+    versions = f"tidu_compile-{version.__version__}|xdsl-{installed_version('xdsl')}"
     return f"{versions}|{source.hexdigest()}"
 
 

@@ -153,6 +153,16 @@ class TensorOp(Primitive):
 
     # ---------------------------------------------------------------- checks
 
+    def check_values(self, *values: Any) -> None:
+        """Type-check concrete inputs (numpy arrays) with ``infer_types``: what
+        ``evaluation.evaluate_primitive`` runs before ``evaluate``."""
+        for index, value in enumerate(values):
+            if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+                raise TypeError(
+                    f"{self!r}: input {index} is a {type(value).__name__}, expected a numpy array"
+                )
+        self.infer_types(*(type_of(v) for v in values))
+
     def check_arity(self, inputs: Sequence[TensorType]) -> None:
         if len(inputs) != self.input_count:
             raise ValueError(f"{self!r} takes {self.input_count} inputs, got {len(inputs)}")
