@@ -18,7 +18,7 @@ from tidu_compile.compiler import pipeline
 from tidu_compile.compiler.kernel_code import kernel_code
 from tidu_compile.compiler.native import program_digest
 from tidu_compile.compiler.objects import kernel_symbol
-from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.compiler.ssa_program import NodeProgram
 from tidu_compile.compiler.stages import walk
 from tidu_compile.executors.compiled import CompiledExecutor
 

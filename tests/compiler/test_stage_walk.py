@@ -16,7 +16,7 @@ from tidu_compile.backend.elf import read_elf_symbols
 from tidu_compile.compiler import pipeline, stages
 from tidu_compile.compiler.native import program_digest
 from tidu_compile.compiler.objects import ObjectStore
-from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.compiler.ssa_program import NodeProgram
 from tidu_compile.compiler.stages import stage, stages_between
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from tidu_compile import forksafe, version
 from tidu_compile.compiler.cache import cache_key
 from tidu_compile.compiler.plan import BoundPlan, Plan
-from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.compiler.ssa_program import NodeProgram
 
 __all__ = [
     "CODE_PACKAGES",

@@ -15,7 +15,7 @@ from tidu_compile.backend.array_abi import ENTRY_SUFFIX
 from tidu_compile.compiler.native import COMPILE_LOCK, Artifact, CodegenRefused
 from tidu_compile.compiler.objects import ObjectStore
 from tidu_compile.compiler.plan_builder import build_plan
-from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.compiler.ssa_program import NodeProgram
 from tidu_compile.compiler.stages import RunOptions, walk
 
 __all__ = ["compile_program"]

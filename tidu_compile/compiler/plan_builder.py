@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 
 from tidu_compile.compiler.plan import KernelStep, LibraryStep, Plan
-from tidu_compile.compiler.program import NodeProgram
+from tidu_compile.compiler.ssa_program import NodeProgram
 from tidu_compile.compiler.to_tidu import UnloweredOpError, dtype_name, op_type, primitive_of
 from tidu_compile.dialects import tidu
 from tidu_compile.ops.base import TensorType
