@@ -1,4 +1,5 @@
-"""Scans along one axis (``cumsum``, ``cumprod``) and the sorting permutation.
+"""Scans along one axis (``cumsum``, ``cumprod``, ``logcumsumexp``) and the sorting
+permutation.
 
 =====================  ============================================================
 op                     rules
@@ -8,6 +9,8 @@ cum_prod(axis)         ``dy_i = x_i dy_{i-1} + y_{i-1} dx_i``: a ``linear_scan``
                        ``a = x`` over ``b = shift(y) * dx`` (exact where x is 0)
 linear_scan(axis, rev) ``y_i = a_i y_{i-1} + b_i``; linear in b; transpose: the reverse
                        scan of ``conj(a)`` shifted by one
+log_cum_sum_exp        ``dy_i = exp(y_{i-1} - y_i) dy_{i-1} + exp(x_i - y_i) dx_i``: a
+(axis, rev)            ``linear_scan``, as cum_prod's
 argsort(axis)          int64 permutation (stable); no derivative
 =====================  ============================================================
 
@@ -40,7 +43,7 @@ from tidu_compile.ops.base import (
     primitive,
 )
 from tidu_compile.ops.complex_ops import Conj
-from tidu_compile.ops.elementwise import FullLike, Mul
+from tidu_compile.ops.elementwise import Exp, FullLike, Mul, Sub
 from tidu_compile.ops.indexing import Pad, Slice
 from tidu_compile.ops.ir_fields import shape_of_result
 
@@ -209,3 +212,36 @@ class Argsort(AlongAxis):
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [None]
+
+
+@primitive
+class LogCumSumExp(AlongAxis):
+    """``y_i = log(exp(y_{i-1}) + exp(x_i))`` along ``axis`` (from the end when
+    ``reverse``), ``jax.lax.cumlogsumexp``; its tangent ``dy_i = exp(y_{i-1} - y_i)
+    dy_{i-1} + exp(x_i - y_i) dx_i`` is a ``LinearScan`` (both factors at most 1)."""
+
+    axis: int
+    shape: tuple[int, ...] = shape_of_result()
+    reverse: bool = False
+    input_count = 1
+    allowed_dtypes = FLOAT_DTYPES
+
+    def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        x = _flip(arrays[0], self.axis, self.reverse)
+        y = np.logaddexp.accumulate(x, axis=self.axis)
+        return (np.ascontiguousarray(_flip(y, self.axis, self.reverse)),)
+
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``log(cumsum(exp(x - m))) + m``, ``m`` the maximum along the axis."""
+        x = _flip(arrays[0], self.axis, self.reverse)
+        m = np.max(x, axis=self.axis, keepdims=True)
+        y = np.log(np.cumsum(np.exp(x - m), axis=self.axis)) + m
+        return (_flip(y, self.axis, self.reverse),)
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        scan = LinearScan(self.axis, self.shape, self.reverse)
+        previous = scan.shifted(b, ys[0], -np.inf)  # y_{i-1}, -inf before the start
+        decay = apply(b, Exp(), [apply(b, Sub(), [previous, ys[0]])])
+        weight = apply(b, Exp(), [apply(b, Sub(), [xs[0], ys[0]])])
+        drive = linear(b, Mul(), [ts[0], weight], (True, False))
+        return [linear(b, scan, [decay, drive], (False, True))]
