@@ -18,9 +18,10 @@ They run as numpy library calls between kernels, by design: a scan is a loop-car
 dependency along its axis, which a fused elementwise kernel cannot hold (numpy's
 ``cumsum`` is one pass; ``linear_scan`` evaluates in ``log2(n)`` vectorized steps).
 
-An op of this family (``AlongAxis``) is its block here and nothing more: its dialect op
-(``tidu.<mnemonic> %x, axis = 0 reverse : ...``) comes from its fields, its test cases
-from the family's rows (``tests/ops/op_cases.py``), checked against its ``oracle``.
+An op of this family (``AlongAxis``) is its block here, and its frontend function if it
+has one: its dialect op (``tidu.<mnemonic> %x, axis = 0 reverse : ...``) comes from its
+fields, its test cases from the family's rows (``tests/ops/op_cases.py``), checked
+against its ``oracle``.
 """
 
 from __future__ import annotations
