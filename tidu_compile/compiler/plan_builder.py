@@ -43,19 +43,10 @@ __all__ = [
 ]  # fmt: skip
 
 #: tidu ops that run as numpy library calls by design (BLAS, layout changes, scans,
-#: sorting, argmax and argmin); any other tidu op left outside a kernel is a fallback
-#: (the compiler could not lower it).
-LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = (
-    tidu.DotGeneralOp,
-    tidu.ReshapeOp,
-    tidu.TransposeOp,
-    tidu.ConstantOp,
-    tidu.CumSumOp,
-    tidu.CumProdOp,
-    tidu.LinearScanOp,
-    tidu.ArgsortOp,
-    tidu.ArgmaxOp,
-    tidu.ArgminOp,
+#: sorting, argmax and argmin: their primitives' ``library_call``); any other tidu op
+#: left outside a kernel is a fallback (the compiler could not lower it).
+LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = tuple(
+    op for primitive, op in tidu.OP_OF_PRIMITIVE.items() if primitive.library_call
 )
 
 
