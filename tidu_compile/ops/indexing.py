@@ -46,7 +46,7 @@ from tidu_compile.ops.base import (
 )
 
 __all__ = [
-    "INDEX_DTYPES", "Gather", "Pad", "ScatterAdd", "Slice", "check_strided_window",
+    "INDEX_DTYPES", "Gather", "IndexedOp", "Pad", "ScatterAdd", "Slice", "check_strided_window",
     "python_slices",
 ]  # fmt: skip
 
@@ -205,7 +205,7 @@ def _check_indices(op: TensorOp, indices: Sequence[TensorType], shape: tuple[int
 
 
 @dataclass(frozen=True)
-class _Indexed(TensorOp):
+class IndexedOp(TensorOp):
     """Shared by ``Gather`` and ``ScatterAdd``: ``index_count`` integer arrays of
     ``index_shape`` index dimensions ``axis .. axis + index_count - 1`` of the big array
     (``big_shape``); in the small one, those dimensions become ``index_shape``."""
@@ -275,7 +275,7 @@ class _Indexed(TensorOp):
 
 
 @primitive
-class Gather(_Indexed):
+class Gather(IndexedOp):
     """Elements at integer positions: ``y[p, b, q] = x[p, i1[b], ..., ik[b], q]`` (the
     ``ik`` are inputs 1..k, negative values count from the end). The transpose
     scatters-adds: ``ScatterAdd``."""
@@ -299,7 +299,7 @@ class Gather(_Indexed):
 
 
 @primitive
-class ScatterAdd(_Indexed):
+class ScatterAdd(IndexedOp):
     """Sum updates into zeros of ``big_shape`` at integer positions:
     ``y[p, i1[b], ..., ik[b], q] += u[p, b, q]`` (repeated positions add up). The
     transpose gathers: ``Gather``."""
