@@ -15,18 +15,19 @@ from collections.abc import Callable
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
+from tidu_compile.passes.expand_math_polynomials import (
+    MATH_FUNCTION_PREFIX,
+    ExpandMathPolynomialsPass,
+)
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from tidu_compile.backend import math_variants
 from tidu_compile.backend.jit import load
 from tidu_compile.backend.math_variants import INLINED_MATH_CALLS, add_math_variants
-from tidu_compile.backend.target import host_target
+from tidu_compile.backend.target import VectorMathABI, host_target
+from tidu_compile.backend.vecmath import add_vector_variants
 from tidu_compile.compiler.stages import RunOptions, lower_to_llvm_dialect, walk
-from tidu_compile.passes.expand_math_polynomials import (
-    MATH_FUNCTION_PREFIX,
-    ExpandMathPolynomialsPass,
-)
 
 SCALAR = """\
 define void @"kernel"(ptr %".1", i64 %".2")
@@ -179,3 +180,19 @@ def test_every_expanded_function_runs_through_its_variant(
     scale = CALLS * (1.0 if fn != "log" else 2.0)
     np.testing.assert_allclose(called(x), expected, rtol=rtol, atol=rtol * scale)
     np.testing.assert_allclose(called(x), inlined(x), rtol=rtol, atol=rtol * scale)
+
+
+def test_libmvec_calls_and_variants_share_one_used_list() -> None:
+    """A module with both kinds of vector calls keeps one ``@llvm.compiler.used`` (two
+    would be a redefinition LLVM refuses)."""
+    text = _module(INLINED_MATH_CALLS + 1).replace(
+        "  ret void",
+        '  %"p" = call double @"llvm.pow.f64"(double 0x0, double 0x0)\n  ret void',
+    ) + 'declare double @"llvm.pow.f64"(double %".1", double %".2")\n'
+    out, _ = add_math_variants(text, MATH_FUNCTION_PREFIX, lambda bits: 256 // bits)
+    out, declared = add_vector_variants(out, VectorMathABI("d", 4, 8))
+    assert declared
+    used = [line for line in out.splitlines() if line.startswith("@llvm.compiler.used")]
+    assert len(used) == 1
+    assert '"tidu_math_abs_f64_v4"' in used[0] and f'"{declared[0]}"' in used[0]
+    llvm.parse_assembly(out).verify()

@@ -23,7 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .vecmath import keep_used
+
 __all__ = ["INLINED_MATH_CALLS", "MathFunction", "add_math_variants", "math_functions"]
+
+_FIRST_GROUP = 960  # attribute groups #960...: vecmath's are #900..., kernel_hints' #980
 
 #: Up to this many math call sites in a module every call is inlined (a small kernel runs
 #: its math without a call); past it, the functions with a vector variant are called.
@@ -35,18 +39,22 @@ _DEFINE = re.compile(
     r'^define internal (?P<ret>double|float) @"(?P<name>[\w.]+)"\((?P<params>[^)]*)\)'
     r"(?P<attrs>[^{]*)$"
 )
-_BINARY = frozenset(
-    "fadd fsub fmul fdiv frem add sub mul sdiv udiv srem urem and or xor shl lshr ashr"
-    .split()
-)  # fmt: skip
-_FLAGS = frozenset("contract reassoc nnan ninf nsz arcp afn fast nuw nsw exact disjoint".split())
-_PREDICATES = frozenset(
-    "false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true eq ne sgt sge slt sle"
-    " ugt uge ult ule".split()
-)  # fmt: skip
-_CASTS = frozenset(
-    "bitcast sitofp uitofp fptosi fptoui zext sext trunc fpext fptrunc".split()
-)  # fmt: skip
+_BINARY = frozenset((
+    "fadd", "fsub", "fmul", "fdiv", "frem", "add", "sub", "mul", "sdiv", "udiv", "srem", "urem",
+    "and", "or", "xor", "shl", "lshr", "ashr",
+))
+_FLAGS = frozenset((
+    "contract", "reassoc", "nnan", "ninf", "nsz", "arcp", "afn", "fast", "nuw", "nsw", "exact",
+    "disjoint",
+))
+_PREDICATES = frozenset((
+    "false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule",
+    "une", "uno", "true", "eq", "ne", "sgt", "sge", "slt", "sle",
+))
+_CASTS = frozenset((
+    "bitcast", "sitofp", "uitofp", "fptosi", "fptoui", "zext", "sext", "trunc", "fpext",
+    "fptrunc",
+))
 _INSTRUCTION = re.compile(r"^(?P<lhs>%\"[^\"]+\"|%[\w.]+) = (?P<rest>.*)$")
 _CALL = re.compile(r'^call (?:ccc )?(?P<type>\w+) @"?(?P<callee>[\w.]+)"?\((?P<args>.*)\)$')
 _OVERLOAD = re.compile(r"\.(f64|f32|i64|i32|i16|i8|i1)\b")
@@ -127,7 +135,8 @@ def _widen_instruction(rest: str, lanes: int, declare: Callable[[str], None]) ->
         callee = _OVERLOAD.sub(lambda m: f".v{lanes}{m.group(1)}", match.group("callee"))
         typed = [a.strip().partition(" ") for a in match.group("args").split(",")]
         types = [_widen_type(t, lanes) for t, _, _ in typed]
-        args = [f"{w} {_widen_operand(t, v, lanes)}" for w, (t, _, v) in zip(types, typed)]
+        args = [f"{wide} {_widen_operand(t, v, lanes)}"
+                for wide, (t, _, v) in zip(types, typed, strict=True)]  # fmt: skip
         result = _widen_type(match.group("type"), lanes)
         declare(f'declare {result} @"{callee}"({", ".join(types)})')
         return f'call {result} @"{callee}"({", ".join(args)})'
@@ -194,18 +203,14 @@ def add_math_variants(
         keyword = "noinline" if function.name in variants else "alwaysinline"
         lines[function.first] += f" {keyword}"
     for index, line in enumerate(lines):
-        for name, variant in variants.items():
+        for name in variants:
             if f'call ccc double @"{name}"(' in line or f'call ccc float @"{name}"(' in line:
                 group = groups.setdefault(name, _FIRST_GROUP + len(groups))
                 lines[index] = f"{line} #{group}"
     if not variants:
         return "\n".join(lines) + "\n", []
     trailer = ["", *added]
-    trailer.append(
-        f'@llvm.compiler.used = appending global [{len(variants)} x ptr] '
-        f'[{", ".join(f"ptr @{chr(34)}{v}{chr(34)}" for v in variants.values())}], '
-        'section "llvm.metadata"'
-    )
+    keep_used(trailer, list(variants.values()))
     for function in functions:
         if function.name in groups:
             lanes = lanes_of(_BITS[function.ir_type])
@@ -216,5 +221,3 @@ def add_math_variants(
             )
     return "\n".join(lines + trailer) + "\n", list(variants.values())
 
-
-_FIRST_GROUP = 960
