@@ -142,8 +142,10 @@ def _same_structure(name: str, result: Any, single: bool, count: int, what: str)
     return items
 
 
-def _check_types(name: str, got: Sequence[Tensor], want: Sequence[TensorType], what: str) -> None:
-    for index, (tensor, expected) in enumerate(zip(got, want, strict=True)):
+def _check_types(
+    name: str, got: Sequence[Tensor], want: Sequence[TensorType], what: str, first: int = 0
+) -> None:
+    for index, (tensor, expected) in enumerate(zip(got, want, strict=True), start=first):
         have = type_of(tensor._data)
         if have != expected:
             raise TypeError(
@@ -328,7 +330,7 @@ def _cotangents(name: str, result: Any, arg_types: Sequence[TensorType]) -> list
         if not isinstance(ct, Tensor):
             raise TypeError(f"{name}: cotangent {index} of the bwd rule is a "
                             f"{type(ct).__name__}, expected a Tensor or None")  # fmt: skip
-        _check_types(name, [ct], [t], "the bwd rule's cotangent")
+        _check_types(name, [ct], [t], "the bwd rule's cotangent", index)
         cotangents.append(ct)
     return cotangents
 
