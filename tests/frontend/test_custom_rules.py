@@ -409,3 +409,24 @@ def test_compiled_with_no_fallback_and_equal_to_the_reference() -> None:
     for reference, compiled in zip(results[:4], results[4:], strict=True):
         for a, b in zip(reference, compiled, strict=True):
             assert np.allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+def test_function_is_importable_from_autograd_and_differentiable_twice() -> None:
+    from tidu_compile.autograd import Function
+
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2.0 * x * g
+
+    x = tc.tensor(np.array([1.5, -0.5]), requires_grad=True)
+    (g,) = tc.grad(tc.sum(Square.apply(x) * x), [x], create_graph=True)
+    assert np.allclose(g.numpy(), 3 * x.numpy() ** 2)
+    (h,) = tc.grad(tc.sum(g), [x])  # the backward rule differentiated by the standard rules
+    assert np.allclose(h, 6 * x.numpy())
