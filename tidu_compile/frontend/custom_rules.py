@@ -54,7 +54,7 @@ from tidu_compile.frontend.trees import leaves, map_leaves
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES, TensorOp, TensorType, type_of
 from tidu_compile.ops.custom_calls import CustomJVPCall, CustomVJPCall, TracedGraph
 
-__all__ = ["CustomCalls", "custom_jvp", "custom_vjp", "static_key", "vjp_call_op"]
+__all__ = ["CustomCalls", "custom_jvp", "custom_vjp", "recording", "static_key", "vjp_call_op"]
 
 
 def static_key(value: Any) -> Hashable:
