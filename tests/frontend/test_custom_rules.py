@@ -430,3 +430,34 @@ def test_function_is_importable_from_autograd_and_differentiable_twice() -> None
     assert np.allclose(g.numpy(), 3 * x.numpy() ** 2)
     (h,) = tc.grad(tc.sum(g), [x])  # the backward rule differentiated by the standard rules
     assert np.allclose(h, 6 * x.numpy())
+
+
+def test_integer_arguments_and_unused_outputs() -> None:
+    @tc.custom_vjp
+    def pick(x, idx):
+        return x[idx]
+
+    def pick_bwd(idx, g):  # not gather's true adjoint: a rule of its own
+        return tc.concatenate([g, tc.sum(g, keepdims=True)]) * 10.0, None
+
+    pick.defvjp(lambda x, idx: (x[idx], idx), pick_bwd)
+
+    @tc.function
+    def loss(x, idx):
+        return tc.sum(pick(x, idx) ** 2)
+
+    x = tc.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    assert np.array_equal(tc.grad(tc.sum(pick(x, tc.tensor(np.array([0, 2])))), [x])[0],
+                          [10.0, 10.0, 20.0])  # fmt: skip
+    for idx, expected in (([0, 2], [20.0, 60.0, 80.0]), ([1, 1], [40.0, 40.0, 80.0])):
+        (g,) = tc.grad(loss(x, tc.tensor(np.array(idx))), [x])  # the index is an input
+        assert np.array_equal(g, expected)
+
+    @tc.custom_vjp
+    def sin_cos(x):
+        return tc.sin(x), tc.cos(x)
+
+    sin_cos.defvjp(lambda x: (sin_cos(x), x),
+                   lambda x, g: (g[0] * tc.cos(x) - g[1] * tc.sin(x),))  # fmt: skip
+    s, c = sin_cos(x)
+    assert np.allclose(tc.grad(tc.sum(c), [x])[0], -np.sin(x.numpy()), rtol=1e-14)

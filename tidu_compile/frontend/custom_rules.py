@@ -299,8 +299,8 @@ def vjp_call_op(
     cotangents = _cotangents(name, result, arg_types)
     bwd_graph = btrace.finish(cotangents, count + len(outs))
     reached = bwd_graph.active_outputs([False] * count + [True] * len(outs))
-    for index, live in enumerate(reached):
-        if not live and not bwd_graph.is_zero_output(index):
+    for index, (live, t) in enumerate(zip(reached, arg_types, strict=True)):
+        if not live and t.dtype in DIFFERENTIABLE_DTYPES and not bwd_graph.is_zero_output(index):
             raise TypeError(
                 f"{name}: the bwd rule's cotangent {index} does not depend on the output "
                 "cotangent g (return None for a zero cotangent)"
