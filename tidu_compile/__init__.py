@@ -5,7 +5,7 @@ Everything in DESIGN.md's public contract is importable from here.
 
 from typing import Any
 
-from tidu_compile import func  # noqa: E402 - the transforms build on everything above
+from tidu_compile import autograd, func  # noqa: E402 - the transforms build on everything above
 from tidu_compile.ad import (
     ADKey,
     ADRuleError,
@@ -43,6 +43,7 @@ from tidu_compile.frontend import (
     tensor,
     use_executor,
 )
+from tidu_compile.frontend.custom_rules import custom_jvp, custom_vjp
 from tidu_compile.frontend.state import install_default_executor
 from tidu_compile.graph import (
     Derived,
@@ -91,6 +92,7 @@ __all__ = [
     "resolve",
     "set_default_executor", "tensor", "use_executor", *FUNCTIONS,
 ]  # fmt: skip
+__all__ += ["autograd", "custom_jvp", "custom_vjp"]  # custom rules
 
 
 def __getattr__(name: str) -> Any:

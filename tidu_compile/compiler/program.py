@@ -27,11 +27,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tidu_compile.ad import LinearizedGraph, linear_transpose
+from tidu_compile.compiler.calls import inline_calls
 from tidu_compile.compiler.empty import fold_empty_values
 from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.graph import Local, ProducedDef, ValueKey, resolve
 from tidu_compile.ops.base import UNSIGNED_DTYPES, TensorType
+from tidu_compile.ops.custom_calls import CustomVJPLinear
 
 __all__ = [
     "MissingSavedValue", "UnsupportedNode", "build_program", "compilable", "graph_program",
@@ -285,9 +287,15 @@ def node_program(
 
 
 def compilable(program: NodeProgram) -> NodeProgram:
-    """``program`` with its zero-size values folded out (``compiler.empty``): xDSL cannot
-    lower zero-size memrefs, and an op on nothing has nothing to compute. A program of
-    unsigned integers is ``UnsupportedNode`` (the tidu dialect's integers are signed)."""
+    """``program`` with its calls of traced functions inlined (``compiler.calls``) and
+    its zero-size values folded out (``compiler.empty``): xDSL cannot lower zero-size
+    memrefs, and an op on nothing has nothing to compute. A program of unsigned integers
+    is ``UnsupportedNode`` (the tidu dialect's integers are signed), and so is one that
+    evaluates a custom_vjp's tangent map (forward mode: the reference path raises why)."""
+    for instr in program.instrs:
+        if isinstance(instr.op, CustomVJPLinear):
+            raise UnsupportedNode(str(instr.op.forward_mode_error()))
+    program = inline_calls(program)
     unsigned = sorted({t.dtype for t in program.types if t.dtype in UNSIGNED_DTYPES})
     if unsigned:
         raise UnsupportedNode(f"values of {', '.join(unsigned)} are not compiled")

@@ -26,6 +26,7 @@ from tidu_compile.frontend.namespace import FUNCTIONS
 from tidu_compile.frontend.tensor import Tensor, eager_input, record_node
 from tidu_compile.graph import ValueKey
 from tidu_compile.node_graphs import jvp_graph, vjp_graph
+from tidu_compile.ops.custom_calls import CustomVJPLinear
 
 __all__ = ["backward_recorded", "push_tangents"]
 
@@ -114,6 +115,9 @@ def push_tangents(
         if not any(present):
             continue
         jvp = jvp_graph(node.graph, present)
+        for operation in jvp.recorded.graph.operations:  # a custom_vjp: no forward mode
+            if isinstance(operation.operation, CustomVJPLinear):
+                raise operation.operation.forward_mode_error()
         node_inputs = _node_inputs(node)
         given = [t for t in incoming if t is not None]
         values = executor.run_graph(
