@@ -35,11 +35,14 @@ from tidu_compile.frontend import (
     FUNCTIONS,
     Tensor,
     TracedValueError,
+    enable_grad,
     function,
     get_default_executor,
     grad,
+    is_grad_enabled,
     no_grad,
     set_default_executor,
+    set_grad_enabled,
     tensor,
     use_executor,
 )
@@ -86,10 +89,10 @@ __all__ = [
     "Primitive", "PrimitiveBuilder", "PrimitiveGraph", "PrimitiveValue", "ProducedDef",
     "RecordedGraph", "Recorder", "ReferenceExecutor", "ResolvedView", "Tensor", "Trace",
     "TracedValueError",
-    "ValueNode", "backward", "evaluate_graph", "function", "get_default_executor", "grad",
-    "func", "linear_transpose", "linear_transpose_with_builder", "linearize", "no_grad",
-    "resolve",
-    "set_default_executor", "tensor", "use_executor", *FUNCTIONS,
+    "ValueNode", "backward", "enable_grad", "evaluate_graph", "function",
+    "get_default_executor", "grad", "func", "is_grad_enabled", "linear_transpose",
+    "linear_transpose_with_builder", "linearize", "no_grad", "resolve",
+    "set_default_executor", "set_grad_enabled", "tensor", "use_executor", *FUNCTIONS,
 ]  # fmt: skip
 
 

@@ -109,6 +109,17 @@ class _Capture:
         """Whether ``tensor``'s value depends on the arguments (reading it is an error)."""
         return id(tensor) in self.traced
 
+    def is_produced(self, tensor: Tensor) -> bool:
+        """Whether ``tensor`` was computed by an op of the trace (not an argument or a
+        constant): such a tensor may change in place (``rebind``)."""
+        return self.ids.get(id(tensor)) in self.produced
+
+    def rebind(self, tensor: Tensor, result: Tensor) -> None:
+        """``tensor`` (changed in place) stands for ``result``'s value from now on."""
+        self.ids[id(tensor)] = self.local_id(result)
+        self.traced.add(id(tensor))
+        tensor._data = result._data
+
     def _bind(self, tensor: Tensor, local_id: int) -> None:
         self.ids[id(tensor)] = local_id
         self.keep_alive.append(tensor)
@@ -189,6 +200,8 @@ def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list
     # The outputs too, as for one-op nodes: ``backward`` checks a seed against them.
     retained.update(zip(traced.recorded.output_keys, outputs, strict=True))
     recorded = RECORDER.record_graph(traced.recorded, eager_inputs, outputs, retained)
+    if recorded and recorded[0].trace is not None:
+        recorded[0].trace.holders = tuple(arguments)
     return [  # integer and bool outputs carry no gradient
         Tensor(np.array(o, copy=False), r.requires_grad, r.key, r.trace)
         if np.asarray(o).dtype.kind in "fc" else Tensor(np.array(o, copy=True))
