@@ -1,3 +1,3 @@
 """tidu_compile.dialects"""
 
-from . import _xdsl_compat  # noqa: F401 - a linear-time lexer regex (see the module)
+from . import xdsl_compat  # noqa: F401 - a linear-time lexer regex (see the module)

@@ -7,37 +7,40 @@ of a `tidu.kernel`.
 
 The ops live in these files, re-exported here:
 - `tidu_elementwise`: the hand-written elementwise ops and the family bases;
-- `tidu_table`: the ops generated from the op table (exp, log, sub, div, ...);
+- `tidu_structural`: the structural ops, made from their primitives' fields;
 - `tidu_shape`: broadcast_in_dim, reshape, transpose, dot_general;
-- `tidu_reduce`: reduce_sum, reduce_max, reduce_min, reduce_prod, argmax, argmin;
+- `tidu_reduce`: the families of reduce_sum, reduce_max, reduce_min, reduce_prod and of
+  argmax, argmin;
+- `tidu_scan`: the family of cum_sum, cum_prod, linear_scan, argsort;
 - `tidu_indexing`: slice, pad, concatenate, gather, scatter_add;
-- `tidu_scan`: cum_sum, cum_prod, linear_scan, argsort;
 - `tidu_kernel`: kernel and yield.
 `tidu_base` holds the type helpers and the elementwise family base class.
 
 The op list derives from the primitive op table (`tidu_table`): every primitive has one
-op, hand-written (`HAND_WRITTEN_OPS`) or generated (`GENERATED_OPS`); `op_class` and
-`primitive_class` map between primitive classes and op classes. `tensor_type(shape,
-dtype)` turns a numpy shape and dtype name into the tidu tensor type.
+op, hand-written (`HAND_WRITTEN_OPS`), generated (`GENERATED_OPS`, elementwise) or made
+from its fields (`STRUCTURAL_OPS`, each here under its class name: `tidu.CumSumOp`);
+`op_class` and `primitive_class` map between primitive classes and op classes.
+`tensor_type(shape, dtype)` turns a numpy shape and dtype name into the tidu tensor type.
+This module also gives the ops with the `TiduCanonicalization` trait their patterns
+(`tidu_canonicalize`).
 """
 
 from __future__ import annotations
 
 from xdsl.ir import Dialect
-from xdsl.irdl import IRDLOperation
-
-from tidu_compile.ops import TensorOp
 
 from .tidu_base import (
     DTYPE_ELEMENT_TYPES,
     ElementKind,
     ElementwiseOperation,
+    TiduCanonicalization,
     element_type,
     is_value_type,
     shape_of,
     tensor_type,
     with_element_type,
 )
+from .tidu_canonicalize import PATTERNS
 from .tidu_constant import ConstantOp
 from .tidu_elementwise import (
     COMPARE_DIRECTIONS,
@@ -64,55 +67,25 @@ from .tidu_elementwise import (
 )
 from .tidu_indexing import ConcatenateOp, GatherOp, PadOp, ScatterAddOp, SliceOp
 from .tidu_kernel import KernelOp, YieldOp
-from .tidu_reduce import (
-    ArgmaxOp,
-    ArgminOp,
-    ReduceMaxOp,
-    ReduceMinOp,
-    ReduceOperation,
-    ReduceProdOp,
-    ReduceSumOp,
-)
-from .tidu_scan import ArgsortOp, CumProdOp, CumSumOp, LinearScanOp
+from .tidu_reduce import ArgExtremumOperation, ReduceOperation
+from .tidu_scan import AlongAxisOperation
 from .tidu_shape import BroadcastInDimOp, DotGeneralOp, ReshapeOp, TransposeOp
-from .tidu_table import derive_ops
+from .tidu_structural import StructuralOperation, TypeRuleOperation
+from .tidu_table import (
+    GENERATED_OPS,
+    HAND_WRITTEN_OPS,
+    OP_OF_PRIMITIVE,
+    PRIMITIVE_OF_OP,
+    STRUCTURAL_OPS,
+    op_class,
+    primitive_class,
+)
 
-HAND_WRITTEN_OPS: tuple[type[IRDLOperation], ...] = (
-    # elementwise with syntax, traits or canonicalization of their own
-    AddOp, MulOp, NegOp, ConjOp, RealOp, ImagOp, SinCosOp, CompareOp, SelectOp,
-    PowOp, ScaleOp, ShiftOp, FullLikeOp, ToComplexOp, ConvertOp, ConstantOp,
-    # shape
-    BroadcastInDimOp, ReshapeOp, TransposeOp, DotGeneralOp,
-    # reductions (argmax, argmin: library calls)
-    ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ArgmaxOp, ArgminOp,
-    # indexing and joining
-    SliceOp, PadOp, ConcatenateOp, GatherOp, ScatterAddOp,
-    # scans (library calls)
-    CumSumOp, CumProdOp, LinearScanOp, ArgsortOp,
-)  # fmt: skip
+TiduCanonicalization.attach(PATTERNS)
 
-OP_OF_PRIMITIVE, GENERATED_OPS = derive_ops(HAND_WRITTEN_OPS)
-"""Primitive class -> its dialect op class; the ops generated from the op table."""
-
-PRIMITIVE_OF_OP: dict[type[IRDLOperation], type[TensorOp]] = {
-    op: primitive for primitive, op in OP_OF_PRIMITIVE.items()
-}
-"""Dialect op class -> the primitive class it computes (the kernel and fusion ops have none)."""
+globals().update({op.__name__: op for op in STRUCTURAL_OPS})  # tidu.CumSumOp, ...
 
 Tidu = Dialect("tidu", [*OP_OF_PRIMITIVE.values(), KernelOp, YieldOp], [])
-
-
-def op_class(primitive: type[TensorOp]) -> type[IRDLOperation]:
-    """The dialect op of a primitive class (`op_class(ops.Exp)` is `tidu.exp`'s class)."""
-    try:
-        return OP_OF_PRIMITIVE[primitive]
-    except KeyError:
-        raise KeyError(f"primitive {primitive.__name__} is not in the op table") from None
-
-
-def primitive_class(op: type[IRDLOperation]) -> type[TensorOp] | None:
-    """The primitive class a dialect op computes, or None (kernel, yield, other dialects)."""
-    return PRIMITIVE_OF_OP.get(op)
 
 
 __all__ = [
@@ -122,10 +95,10 @@ __all__ = [
     "HAND_WRITTEN_OPS",
     "OP_OF_PRIMITIVE",
     "PRIMITIVE_OF_OP",
+    "STRUCTURAL_OPS",
     "AddOp",
-    "ArgmaxOp",
-    "ArgminOp",
-    "ArgsortOp",
+    "AlongAxisOperation",
+    "ArgExtremumOperation",
     "BinaryElementwiseOperation",
     "BroadcastInDimOp",
     "CompareOp",
@@ -134,8 +107,6 @@ __all__ = [
     "ConjOp",
     "ConstantOp",
     "ConvertOp",
-    "CumProdOp",
-    "CumSumOp",
     "DotGeneralOp",
     "ElementKind",
     "ElementwiseOperation",
@@ -144,18 +115,13 @@ __all__ = [
     "GatherOp",
     "ImagOp",
     "KernelOp",
-    "LinearScanOp",
     "LiteralUnaryOperation",
     "MulOp",
     "NegOp",
     "PadOp",
     "PowOp",
     "RealOp",
-    "ReduceMaxOp",
-    "ReduceMinOp",
     "ReduceOperation",
-    "ReduceProdOp",
-    "ReduceSumOp",
     "ReshapeOp",
     "ScaleOp",
     "ScatterAddOp",
@@ -163,9 +129,11 @@ __all__ = [
     "ShiftOp",
     "SinCosOp",
     "SliceOp",
+    "StructuralOperation",
     "Tidu",
     "ToComplexOp",
     "TransposeOp",
+    "TypeRuleOperation",
     "UnaryElementwiseOperation",
     "YieldOp",
     "element_type",

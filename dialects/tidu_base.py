@@ -52,6 +52,8 @@ from xdsl.printer import Printer
 from xdsl.traits import HasCanonicalizationPatternsTrait
 from xdsl.utils.exceptions import VerifyException
 
+from tidu_compile.ops.base import COMPLEX_DTYPES, INTEGER_DTYPES
+
 # ---------------------------------------------------------------------------------
 # Types
 # ---------------------------------------------------------------------------------
@@ -148,6 +150,19 @@ DTYPE_ELEMENT_TYPES: dict[str, Attribute] = {
 """numpy dtype name -> tidu element type."""
 
 
+def element_kind(dtypes: Sequence[str]) -> ElementKind:
+    """The element kind of an op whose primitive allows the numpy ``dtypes``: real only,
+    ordered (reals, integers, bool), numeric (reals and complex), arithmetic (numeric
+    and integers) or all of them (and bool)."""
+    integers = any(d in INTEGER_DTYPES for d in dtypes)
+    complex_ = any(d in COMPLEX_DTYPES for d in dtypes)
+    if integers and complex_:
+        return ElementKind.ALL if "bool" in dtypes else ElementKind.ARITHMETIC
+    if integers:
+        return ElementKind.ORDERED
+    return ElementKind.NUMERIC if complex_ else ElementKind.REAL
+
+
 def tensor_type(shape: Sequence[int], dtype: str) -> TensorType:
     """The tidu tensor type of a numpy shape and dtype name, e.g. ((4, 8), "float64")."""
     if dtype not in DTYPE_ELEMENT_TYPES:
@@ -215,15 +230,26 @@ def verify_same_element_type(
 
 @dataclass(frozen=True)
 class TiduCanonicalization(HasCanonicalizationPatternsTrait):
-    """Trait giving a tidu op the patterns `tidu_canonicalize` lists for its class.
+    """Trait giving a tidu op the patterns `tidu_canonicalize.PATTERNS` lists for its class.
 
-    The patterns module imports the op classes, so it is imported lazily here.
+    The patterns are written with the op classes, so the op modules cannot import them:
+    the dialect module (`tidu`, above both) attaches them once (`attach`).
     """
 
-    def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
-        from .tidu_canonicalize import patterns_for
+    _patterns: ClassVar[dict[type[Operation], tuple[RewritePattern, ...]] | None] = None
 
-        return patterns_for(op)
+    @classmethod
+    def attach(cls, patterns: dict[type[Operation], tuple[RewritePattern, ...]]) -> None:
+        """Give every op class in ``patterns`` its patterns (``tidu`` does, on import)."""
+        cls._patterns = patterns
+
+    def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
+        if self._patterns is None:
+            raise RuntimeError(
+                f"{op.name}: the tidu canonicalization patterns are attached by "
+                "tidu_compile.dialects.tidu; import it before canonicalizing"
+            )
+        return self._patterns.get(op, ())
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:

@@ -1,7 +1,8 @@
 """Canonicalization patterns of the `tidu` dialect, applied by xDSL's `canonicalize`.
 
 Ops opt in with the `TiduCanonicalization` trait (`tidu_base`), which looks up
-`PATTERNS` by op class here, the way `xdsl/dialects/arith.py` attaches its patterns.
+`PATTERNS` by op class (the dialect module `tidu` attaches them to the trait: the op
+modules are below this one).
 Every pattern is rooted at the op it rewrites; it replaces that op's result by an
 existing value or by new ops (one, or two for `pow(x, -1)`), and leaves the ops it no
 longer uses to `canonicalize`'s dead-code elimination. `cse` and `dce` need nothing from
@@ -50,6 +51,8 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
+from tidu_compile import ops
+
 from .tidu_base import array_values, element_type, is_real_element
 from .tidu_constant import ConstantOp
 from .tidu_elementwise import (
@@ -65,6 +68,7 @@ from .tidu_elementwise import (
     UnaryElementwiseOperation,
 )
 from .tidu_shape import BroadcastInDimOp, ReshapeOp, TransposeOp
+from .tidu_table import op_class  # sqrt and div are generated from the op table
 
 
 def splat_value(value: SSAValue) -> complex | None:
@@ -130,10 +134,6 @@ class FoldPow(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: PowOp, rewriter: PatternRewriter, /) -> None:
-        from tidu_compile import ops
-
-        from .tidu import op_class  # sqrt and div are generated from the op table
-
         x, exponent = op.operand, op.parameter
         if exponent == 1:
             _replace_by_value(op, x, rewriter)
@@ -256,11 +256,6 @@ PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {
 """Op class -> its canonicalization patterns (what `TiduCanonicalization` returns)."""
 
 
-def patterns_for(op: type[Operation]) -> tuple[RewritePattern, ...]:
-    """The canonicalization patterns of a tidu op class (none for other classes)."""
-    return PATTERNS.get(op, ())
-
-
 __all__ = [
     "PATTERNS",
     "ConjRealOrConj",
@@ -274,6 +269,5 @@ __all__ = [
     "ScaleOneOrScale",
     "ShiftZero",
     "is_noop_permutation",
-    "patterns_for",
     "splat_value",
 ]

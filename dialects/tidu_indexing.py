@@ -95,13 +95,13 @@ def print_signature(
     printer.print_attribute(result)
 
 
-def print_axis_form(printer: Printer, op: IRDLOperation, operands: Sequence[SSAValue],
-                    axis: int, suffix: str = "") -> None:  # fmt: skip
-    """`` %a, %b, axis = 1<suffix> {attrs} : types -> type``, the form of the ops that work
-    along one axis (``tidu.concatenate``, the cumulative scans, ``tidu.argmax``)."""
+def _print_axis_form(printer: Printer, op: IRDLOperation, operands: Sequence[SSAValue],
+                     axis: int) -> None:  # fmt: skip
+    """`` %a, %b, axis = 1 {attrs} : types -> type``, the form of ``tidu.concatenate``
+    (the structural ops along an axis print the same, from their fields)."""
     printer.print_string(" ")
     printer.print_list(operands, printer.print_operand)
-    printer.print_string(f", axis = {axis}{suffix}")
+    printer.print_string(f", axis = {axis}")
     printer.print_op_attributes(op.attributes)
     print_signature(printer, [v.type for v in operands], op.results[0].type)
 
@@ -120,7 +120,7 @@ def parse_signature(
     return attributes, types, target
 
 
-def parse_operands_and_axis(parser: Parser, name: str) -> tuple[list[UnresolvedOperand], int]:
+def _parse_operands_and_axis(parser: Parser, name: str) -> tuple[list[UnresolvedOperand], int]:
     """``%a, %b, ..., axis = N``: the operands and the axis."""
     unresolved = [parser.parse_unresolved_operand()]
     while parser.parse_optional_punctuation(",") is not None:
@@ -354,12 +354,12 @@ class ConcatenateOp(IRDLOperation):
             )
 
     def print(self, printer: Printer) -> None:
-        print_axis_form(printer, self, self.inputs, self.axis_value)
+        _print_axis_form(printer, self, self.inputs, self.axis_value)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConcatenateOp:
         position = parser.pos
-        unresolved, axis = parse_operands_and_axis(parser, cls.name)
+        unresolved, axis = _parse_operands_and_axis(parser, cls.name)
         attributes, types, target = parse_signature(parser)
         operands = parser.resolve_operands(unresolved, types, position)
         return cls.create(operands=operands, result_types=[target],
@@ -503,6 +503,6 @@ class ScatterAddOp(_IndexedOperation):
 
 
 __all__ = [
-    "ConcatenateOp", "GatherOp", "PadOp", "ScatterAddOp", "SliceOp", "parse_operands_and_axis",
-    "parse_signature", "print_signature", "verify_window",
+    "ConcatenateOp", "GatherOp", "PadOp", "ScatterAddOp", "SliceOp", "parse_signature",
+    "print_signature", "verify_window",
 ]  # fmt: skip

@@ -5,14 +5,19 @@ They take and return ranked tensors with static shapes only (never scalars), kee
 the element type, and print their types as `operand types -> result type`:
 
     %y = tidu.transpose %x, permutation = [1, 0] : tensor<4x8xf64> -> tensor<8x4xf64>
+
+Broadcast, reshape and transpose are structural ops (`tidu_structural`): their names,
+properties and syntax come from their primitives' fields; the classes here add their
+builders, verifiers and canonicalization. `dot_general`, with its paired dimension
+lists, is written out in full.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -25,6 +30,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from tidu_compile import ops
+
 from .tidu_base import (
     ElementKind,
     TiduCanonicalization,
@@ -33,6 +40,7 @@ from .tidu_base import (
     verify_same_element_type,
     verify_tensor,
 )
+from .tidu_structural import StructuralOperation, structural
 
 
 def _tensor_type(value: SSAValue | Operation) -> TensorType:
@@ -75,7 +83,7 @@ def verify_axes_in_range(
             )
 
 
-class ShapeOperation(IRDLOperation):
+class ShapeOperation(StructuralOperation):
     """Base of the one-operand shape ops: a ranked tensor to a ranked tensor of the same
     element type; a concrete op adds its properties, syntax and shape rule."""
 
@@ -104,7 +112,7 @@ class ShapeOperation(IRDLOperation):
         return source, target
 
 
-@irdl_op_definition
+@structural(ops.BroadcastInDim)
 class BroadcastInDimOp(ShapeOperation):
     """Broadcast to a larger shape, JAX's `broadcast_in_dim`.
 
@@ -114,16 +122,10 @@ class BroadcastInDimOp(ShapeOperation):
         %y = tidu.broadcast_in_dim %x, dims = [1] : tensor<8xf64> -> tensor<4x8xf64>
     """
 
-    name = "tidu.broadcast_in_dim"
-
-    broadcast_dimensions = prop_def(DenseArrayBase.constr(i64))
-
     traits = traits_def(Pure(), TiduCanonicalization())
 
-    assembly_format = (
-        "$operand `,` `dims` `=` $broadcast_dimensions attr-dict "
-        "`:` type($operand) `->` type($result)"
-    )
+    if TYPE_CHECKING:  # the property, made from the primitive's field
+        broadcast_dimensions: DenseArrayBase[IntegerType]
 
     def __init__(
         self,
@@ -159,18 +161,14 @@ class BroadcastInDimOp(ShapeOperation):
                 )
 
 
-@irdl_op_definition
+@structural(ops.Reshape)
 class ReshapeOp(ShapeOperation):
     """Same elements in row-major order, another shape of the same element count.
 
     %y = tidu.reshape %x : tensor<4x8xf64> -> tensor<32xf64>
     """
 
-    name = "tidu.reshape"
-
     traits = traits_def(Pure(), TiduCanonicalization())
-
-    assembly_format = "$operand attr-dict `:` type($operand) `->` type($result)"
 
     def __init__(self, operand: SSAValue | Operation, shape: Sequence[int]) -> None:
         self.init_shape_(operand, shape)
@@ -184,23 +182,17 @@ class ReshapeOp(ShapeOperation):
             )
 
 
-@irdl_op_definition
+@structural(ops.Transpose)
 class TransposeOp(ShapeOperation):
     """Permute dimensions: result dimension i is operand dimension `permutation[i]`.
 
     %y = tidu.transpose %x, permutation = [1, 0] : tensor<4x8xf64> -> tensor<8x4xf64>
     """
 
-    name = "tidu.transpose"
-
-    permutation = prop_def(DenseArrayBase.constr(i64))
-
     traits = traits_def(Pure(), TiduCanonicalization())
 
-    assembly_format = (
-        "$operand `,` `permutation` `=` $permutation attr-dict "
-        "`:` type($operand) `->` type($result)"
-    )
+    if TYPE_CHECKING:  # the property, made from the primitive's field
+        permutation: DenseArrayBase[IntegerType]
 
     def __init__(self, operand: SSAValue | Operation, permutation: Sequence[int]) -> None:
         shape = [_tensor_type(operand).get_shape()[p] for p in permutation]

@@ -95,13 +95,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import math, scf
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects import func, math, scf
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from .math_polynomials import Emitter, float_bits, format_of
 
@@ -277,6 +278,55 @@ class ExpandMathPolynomial(RewritePattern):
         rewriter.replace(op, [], [emit(emitter, op.operands[0])])
 
 
+MATH_FUNCTION_PREFIX = "tidu_math_"
+"""Functions made by ``outline``: ``@tidu_math_<function>_<type>`` (``tidu_math_exp_f64``);
+the LLVM backend gives them ``alwaysinline``."""
+
+MATH_FUNCTION_ATTR = "tidu.math"
+"""Unit attribute on the functions made by ``outline``."""
+
+
+def math_function(kind: type[Operation], value_type: Attribute) -> func.FuncOp:
+    """``func.func private @tidu_math_<fn>_<type>(%x) -> T``: the expansion of ``kind``
+    on one ``value_type`` scalar, for ``outline``::
+
+        func.func private @tidu_math_exp_f64(%x: f64) -> f64 attributes {tidu.math} {
+          %0 = arith.constant 7.100000e+02 : f64
+          ... (the expansion above)
+          func.return %55 : f64
+        }
+    """
+    fmt = format_of(value_type)
+    assert fmt is not None
+    block = Block(arg_types=[value_type])
+    block.args[0].name_hint = "x"
+    builder = Builder(InsertPoint.at_end(block))
+    result = EXPANSIONS[kind](Emitter(builder, fmt), block.args[0])
+    builder.insert(func.ReturnOp(result))
+    name = f"{MATH_FUNCTION_PREFIX}{kind.name.removeprefix('math.')}_{value_type}"
+    function = func.FuncOp(name, ([value_type], [value_type]), Region(block), "private")
+    function.attributes[MATH_FUNCTION_ATTR] = UnitAttr()
+    return function
+
+
+def _outline(module: ModuleOp, only_in_loops: bool) -> None:
+    """Replace every expandable math op by a ``func.call`` of its ``math_function``,
+    added to ``module`` once per function and type."""
+    made: dict[tuple[type[Operation], Attribute], func.FuncOp] = {}
+    for op in list(module.walk()):
+        if type(op) not in EXPANSIONS or format_of(op.results[0].type) is None:
+            continue
+        if only_in_loops and not isinstance(op.parent_op(), scf.ForOp):
+            continue
+        key = (type(op), op.results[0].type)
+        if key not in made:
+            made[key] = math_function(*key)
+        call = func.CallOp(made[key].sym_name.data, [op.operands[0]], [op.results[0].type])
+        Rewriter.replace_op(op, call)
+    for function in made.values():
+        module.body.block.add_op(function)
+
+
 @dataclass(frozen=True)
 class ExpandMathPolynomialsPass(ModulePass):
     """Expand scalar f32/f64 ``math.exp/log/tanh/sin/cos`` into arith + ``math.fma``."""
@@ -287,6 +337,15 @@ class ExpandMathPolynomialsPass(ModulePass):
     """Expand only ops directly inside an ``scf.for`` body (where LLVM vectorizes the
     expansion); a 0-d kernel's math stays a libm call, which compiles much faster."""
 
+    outline: bool = False
+    """Expand each function once per type, as ``@tidu_math_<fn>_<type>``
+    (``math_function``), and call it: the module then holds one expansion per function
+    and type however many calls there are (a 200-op chain has 100 ``tanh``), which the
+    LLVM backend inlines (``alwaysinline``) before vectorizing."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.outline:
+            _outline(op, self.only_in_loops)
+            return
         pattern = ExpandMathPolynomial(self.only_in_loops)
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)

@@ -485,8 +485,9 @@ def lower_function(
 
 
 def extract_kernel_module(module: ModuleOp) -> ModuleOp:
-    """A new module with copies of the kernel functions only (for the LLVM backend),
-    every memref argument's leading extent made dynamic::
+    """A new module with copies of the kernel functions and the functions they call
+    (``expand-math-polynomials{outline=true}``'s) only, for the LLVM backend, every
+    memref argument of a kernel with its leading extent made dynamic::
 
         func.func @f_k0(%in0: memref<256x8xf64>, %out0: memref<256xf64>, %lo: index, ...)
         ==> func.func @f_k0(%in0: memref<?x8xf64>, %out0: memref<?xf64>, %lo: index, ...)
@@ -496,11 +497,14 @@ def extract_kernel_module(module: ModuleOp) -> ModuleOp:
     the leading extents are not part of the code, and two programs differing only there
     compile to the same text (``compiler.kernel_code`` keys object code by it).
     """
-    kernels = [op.clone() for op in module.ops
-               if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]  # fmt: skip
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    kernels = [op.clone() for op in functions.values() if KERNEL_ATTR in op.attributes]
     for kernel in kernels:
         _dynamic_leading_extents(kernel)
-    return ModuleOp(kernels)
+    called = {call.callee.string_value() for kernel in kernels for call in kernel.walk()
+              if isinstance(call, func.CallOp)}  # fmt: skip
+    callees = [functions[name].clone() for name in sorted(called) if name in functions]
+    return ModuleOp([*kernels, *callees])
 
 
 def _dynamic_leading_extents(function: func.FuncOp) -> None:

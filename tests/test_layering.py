@@ -57,15 +57,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tools",),  # the tidu-compile CLI, demo, examples, bench
 )
 
-#: Edges the checks let through for now, each with why. They are removed by a branch of
-#: issue 20 in progress (helper "ops"): remove each entry when its branch lands (the test
-#: fails on an entry nothing needs any more).
-ALLOWED: dict[tuple[str, str], str] = {
-    ("ops.base", "ops.elementwise"): "the circle ops.base <-> elementwise (Add imported "
-    "lazily; helper ops)",
-    ("dialects.tidu_base", "dialects.tidu_canonicalize"): "the dialects circle tidu_base -> "
-    "tidu_canonicalize -> tidu (the generated ops imported lazily; helper ops)",
-}
+#: Edges the checks let through, each with why (the test fails on an entry nothing needs).
+ALLOWED: dict[tuple[str, str], str] = {}
 
 #: Where each importable folder lives (pyproject's package-dir).
 PACKAGE_DIRS: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][

@@ -70,6 +70,10 @@ CASES = {
     "cross": (tc.cross, np.cross, [(4, 3), (4, 3)]),
     "cross_axis": (lambda a, b: tc.cross(a, b, axis=0), lambda a, b: np.cross(a, b, axis=0),
                    [(3, 2), (3, 2)]),
+    "logcumsumexp": (tc.logcumsumexp, lambda a: np.logaddexp.accumulate(a, 0), [(4, 3)]),
+    "logcumsumexp_reverse": (
+        lambda a: tc.logcumsumexp(a, axis=-1, reverse=True),
+        lambda a: np.flip(np.logaddexp.accumulate(np.flip(a, -1), -1), -1), [(2, 5)]),
 }  # fmt: skip
 
 

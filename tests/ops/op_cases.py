@@ -6,6 +6,12 @@ every standard op in every dtype it supports, at shapes with all-distinct extent
 ``EQUAL_EXTENT_*`` tables; see ``has_equal_extents``), and every case of a selection or
 index op (max, fmin, reduce_max over each axis, argmax, argsort...) again with ties
 (``tie_twins``: inputs from a few levels; the ops found by probing, ``ties.py``).
+
+The cases of the parameterless elementwise ops derive from the op table (``domain``,
+``allowed_dtypes``), and so do those of the structural families: every op along an axis
+(``ops.AlongAxis``) meets ``ALONG_AXIS_ROWS``, every reduction ``REDUCTION_ROWS``, every
+argmax-like op ``ARG_EXTREMUM_ROWS``, each in the dtypes it allows; the ops are made
+from the rows' parameters by their fields (``ops.ir_fields.from_ir``).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from tidu_compile.ops import (
     TensorOp,
 )
 from tidu_compile.ops.base import INTEGER_DTYPES
+from tidu_compile.ops.ir_fields import from_ir
 
 ALL = DIFFERENTIABLE_DTYPES
 
@@ -179,8 +186,14 @@ def _both_signs(shape: tuple[int, ...], dtype: str):
     return generate
 
 
+def _with_a_zero(shape: tuple[int, ...], dtype: str):
+    """Random inputs with a zero at flat position 1 (a product's gradient stays exact)."""
+    return with_zeros(shape, dtype, [1])
+
+
 #: Input generators for table ops whose domain is not enough (min/max need no ties here:
-#: their cases with ties are ``tie_twins``).
+#: their cases with ties are ``tie_twins``), and for family ops whose random inputs miss
+#: what they must meet.
 SPECIAL_INPUTS: dict[type[TensorOp], Callable[..., Callable[[np.random.Generator], list]]] = {
     ops.Maximum: _no_ties,
     ops.Minimum: _no_ties,
@@ -188,7 +201,91 @@ SPECIAL_INPUTS: dict[type[TensorOp], Callable[..., Callable[[np.random.Generator
     ops.Fmin: _no_ties,
     ops.Mod: _fractional_quotients,
     ops.Relu: _both_signs,
+    ops.CumProd: _with_a_zero,
 }
+
+F64 = ("float64",)
+
+#: The rows of every op along an axis (the scans, argsort): (shape, axis, reverse,
+#: dtypes), each in the dtypes the op allows; the rows with ``reverse`` only for an op
+#: with that flag. Square shapes and both axes of one: a scan along the wrong axis of
+#: a 3x3 array has the right shape.
+ALONG_AXIS_ROWS = [
+    ((4, 3), 0, False, ALL),
+    ((3, 4), 1, False, F64),
+    ((2, 5), 1, True, ALL),
+    ((2, 3, 3), 1, True, F64),
+    ((5,), 0, False, F64),
+    ((6, 2), 0, False, F64),
+    ((3, 3), 0, False, F64),
+    ((3, 3), 1, False, F64),
+]
+#: The rows of every reduction: (operand shape, axes), square and repeated extents and
+#: every axis combination, all in float64 and the third and fourth in the other dtypes
+#: the reduction allows (random normals: no ties; the ties: ``tie_twins``).
+REDUCTION_ROWS = [
+    ((3, 3), (0,)),
+    ((3, 3), (1,)),
+    ((2, 3, 4), (1,)),
+    ((2, 2, 2), (0, 2)),
+    ((2, 3, 3), (1, 2)),
+    ((2, 3, 4), (0, 1, 2)),
+    ((4,), (0,)),
+    ((2, 3), ()),
+    ((2, 3, 4), (0,)),  # with the rows above: every single axis, distinct extents
+    ((2, 3, 4), (2,)),
+    ((3, 3, 3), (0,)),  # and equal ones
+    ((3, 3, 3), (1,)),
+    ((3, 3, 3), (2,)),
+]
+#: The rows of every argmax-like op: (shape, axis, dtypes); square: the reduced axis is
+#: told apart by the values only.
+ARG_EXTREMUM_ROWS = [
+    ((3, 4), 0, FLOAT_DTYPES),
+    ((3, 4), 1, FLOAT_DTYPES),
+    ((3, 3), 0, F64),
+    ((3, 3), 1, F64),
+]
+
+
+def family(base: type) -> list[type[TensorOp]]:
+    """The primitives of the op table in the family of ``base``."""
+    return [p for p in OP_TABLE.values() if issubclass(p, base)]
+
+
+def _case_dtypes(primitive: type[TensorOp], dtypes: Sequence[str]) -> list[str]:
+    allowed = getattr(primitive, "allowed_dtypes", DIFFERENTIABLE_DTYPES)
+    return [d for d in dtypes if d in allowed]
+
+
+def _family_case(name: str, op: TensorOp, shape: tuple[int, ...], dtype: str) -> Case:
+    special = SPECIAL_INPUTS.get(type(op))
+    args = tuple(Arg(shape, dtype) for _ in range(op.input_count))
+    return Case(name, op, args, special(shape, dtype) if special else None)
+
+
+def _family_cases() -> list[Case]:
+    """The cases of the structural families, from their rows (module docstring)."""
+    cases = []
+    for primitive in family(ops.AlongAxis):
+        flags = {f.name for f in dataclasses.fields(primitive)}  # type: ignore[arg-type]
+        for shape, axis, reverse, dtypes in ALONG_AXIS_ROWS:
+            if reverse and "reverse" not in flags:
+                continue
+            inputs = [shape] * primitive.input_count
+            op = from_ir(primitive, {"axis": axis, "reverse": reverse}, inputs, shape)
+            name = f"{primitive.mnemonic}{axis}{'_reverse' if reverse else ''}"
+            cases += [_family_case(name, op, shape, d) for d in _case_dtypes(primitive, dtypes)]
+    for primitive in family(ops.Reduction):
+        for dtype in _case_dtypes(primitive, ALL):
+            for operand, axes in REDUCTION_ROWS if dtype == "float64" else REDUCTION_ROWS[2:4]:
+                op = from_ir(primitive, {"axes": axes}, [operand], ())
+                cases.append(_family_case(f"{op.mnemonic}{axes}", op, operand, dtype))
+    for primitive in family(ops.ArgExtremum):
+        for shape, axis, dtypes in ARG_EXTREMUM_ROWS:
+            op = from_ir(primitive, {"axis": axis}, [shape], ())
+            cases += [_family_case(f"{op.mnemonic}{axis}", op, shape, d) for d in dtypes]
+    return cases
 
 
 def _build() -> list[Case]:
@@ -331,54 +428,9 @@ def _build() -> list[Case]:
                 args = (Arg(data, dtype), *(Arg(index, index_dtype) for _ in bound))
                 add(Case(op.mnemonic, op, args, _indexed(data, bound, index, dtype, index_dtype)))
 
-    def with_zero(shape: tuple[int, ...], dtype: str):
-        return with_zeros(shape, dtype, [1])  # cumprod's gradient must stay exact at a zero
-
-    for dtype in ALL:  # scans
-        add(_same("cum_sum", ops.CumSum(0), (4, 3), dtype, 1))
-        add(Case("cum_prod", ops.CumProd(1, (3, 4)), (Arg((3, 4), dtype),),
-                 with_zero((3, 4), dtype)))  # fmt: skip
-        add(_same("linear_scan", ops.LinearScan(1, (2, 5), True), (2, 5), dtype, 2))
-    add(_same("cum_sum_reverse", ops.CumSum(1, True), (2, 3, 3), "float64", 1))
-    add(_same("cum_prod", ops.CumProd(0, (5,)), (5,), "float64", 1))
-    add(Case("cum_prod", ops.CumProd(0, (3, 3)), (Arg((3, 3), "float64"),),
-             with_zero((3, 3), "float64")))  # fmt: skip
-    add(_same("linear_scan", ops.LinearScan(0, (6, 2)), (6, 2), "float64", 2))
-    add(_same("linear_scan", ops.LinearScan(1, (3, 3)), (3, 3), "float64", 2))
-    for dtype in FLOAT_DTYPES:
-        add(_same("argsort", ops.Argsort(1), (3, 5), dtype, 1))
-    add(_same("argsort", ops.Argsort(0), (3, 3), "float64", 1))
-
-    # ---------------------------------------------------------------- reductions
-    extrema = [  # operand shape, axes: square and repeated extents, every axis combination
-        ((3, 3), (0,)),
-        ((3, 3), (1,)),
-        ((2, 3, 4), (1,)),
-        ((2, 2, 2), (0, 2)),
-        ((2, 3, 3), (1, 2)),
-        ((2, 3, 4), (0, 1, 2)),
-        ((4,), (0,)),
-        ((2, 3), ()),
-        ((2, 3, 4), (0,)),  # with the rows above: every single axis, distinct extents
-        ((2, 3, 4), (2,)),
-        ((3, 3, 3), (0,)),  # and equal ones
-        ((3, 3, 3), (1,)),
-        ((3, 3, 3), (2,)),
-    ]
-    for dtype in FLOAT_DTYPES:  # random normals: no ties (the ties: ``tie_twins``)
-        for operand, axes in extrema if dtype == "float64" else extrema[2:4]:
-            for op in (ops.ReduceMax(axes, operand), ops.ReduceMin(axes, operand)):
-                add(_same(f"{op.mnemonic}{axes}", op, operand, dtype, 1))
-        for axis in (0, 1):
-            add(_same(f"argmax{axis}", ops.Argmax(axis), (3, 4), dtype, 1))
-            add(_same(f"argmin{axis}", ops.Argmin(axis), (3, 4), dtype, 1))
-    for axis in (0, 1):  # square: the reduced axis is told apart by the values only
-        add(_same(f"argmax{axis}", ops.Argmax(axis), (3, 3), "float64", 1))
-        add(_same(f"argmin{axis}", ops.Argmin(axis), (3, 3), "float64", 1))
-    for dtype in ALL:
-        every = dtype == "float64"
-        for operand, axes in extrema if every else extrema[2:4]:
-            add(_same(f"reduce_prod{axes}", ops.ReduceProd(axes, operand), operand, dtype, 1))
+    # ---------------------------------------------------------------- structural families
+    cases += _family_cases()
+    for dtype in ALL:  # a product's gradient at one zero and at two
         add(Case("reduce_prod_one_zero", ops.ReduceProd((1,), (3, 4)), (Arg((3, 4), dtype),),
                  with_zeros((3, 4), dtype, [1])))  # fmt: skip
         add(Case("reduce_prod_two_zeros", ops.ReduceProd((0,), (3, 4)), (Arg((3, 4), dtype),),

@@ -24,6 +24,8 @@ import llvmlite.binding as llvm
 from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import ModuleOp
 
+from tidu_compile.passes.expand_math_polynomials import MATH_FUNCTION_PREFIX
+
 from .array_entry import add_array_entry_points
 from .elf import read_elf_symbols
 from .engine import DuplicateSymbolError, JitEngine, UnresolvedSymbolError, get_engine, load
@@ -97,14 +99,18 @@ def llvm_ir_text(module: ModuleOp, *, vector_math: bool | None = None) -> str:
     ir_module = convert_module(
         module, fallback_target_triple=host.triple, data_layout=host.data_layout
     )
-    # convert_module ignores linkage: restore `internal` for private definitions.
+    # convert_module ignores linkage: restore `internal` for private definitions; the
+    # outlined math functions are inlined wherever they are called, before vectorizing.
     for op in module.ops:
         if (
             isinstance(op, llvm_dialect.FuncOp)
             and op.body.blocks
             and op.linkage.linkage.data in ("internal", "private")
         ):
-            ir_module.get_global(op.sym_name.data).linkage = "internal"
+            function = ir_module.get_global(op.sym_name.data)
+            function.linkage = "internal"
+            if op.sym_name.data.startswith(MATH_FUNCTION_PREFIX):
+                function.attributes.add("alwaysinline")
     add_array_entry_points(ir_module)
     text = add_kernel_hints(str(ir_module), host.tuning)
     abi = vector_math_abi()

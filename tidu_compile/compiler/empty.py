@@ -34,9 +34,13 @@ def _value_on_nothing(op: object, t: TensorType) -> float:
     """What ``op`` gives (in a non-empty result ``t``) when its operand is empty."""
     if isinstance(op, ops.Pad):
         return op.value  # type: ignore[return-value]
-    if isinstance(op, ops.ReduceMax | ops.ReduceMin):
-        return op.identity
-    return 1.0 if isinstance(op, ops.ReduceProd) else 0.0
+    if isinstance(op, ops.Reduction):  # its combiner's identity (KeyError: a new combiner)
+        return getattr(op, "identity", None) or _IDENTITIES[op.combiner]
+    return 0.0
+
+
+#: The identity of a reduction's combiner, for reductions that do not name theirs.
+_IDENTITIES = {"add": 0.0, "mul": 1.0}
 
 
 def _folded(instr: Instr, types: list[TensorType]) -> list[Instr]:
@@ -52,7 +56,8 @@ def _folded(instr: Instr, types: list[TensorType]) -> list[Instr]:
     folded = []
     for output, t in zip(instr.outputs, outputs, strict=True):
         value = 0.0 if _empty(t) else _value_on_nothing(op, t)
-        if t.dtype == "bool" and not _empty(t) and isinstance(op, ops.ReduceMax | ops.ReduceMin):
+        extremum = isinstance(op, ops.Reduction) and op.combiner in ("max", "min")
+        if t.dtype == "bool" and not _empty(t) and extremum:
             types.append(TensorType(t.shape, "float64"))  # any() is False, all() True
             direction = "ne" if op.identity < 0 else "eq"
             folded.append(Instr(ops.Constant(0.0, t.shape, "float64"), (), (len(types) - 1,)))

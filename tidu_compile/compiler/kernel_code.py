@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from tidu_compile.compiler import native
 from tidu_compile.compiler.cache import cache_key
 from tidu_compile.compiler.objects import kernel_symbol
-from tidu_compile.passes.tidu_lower_to_loops import extract_kernel_module
+from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR, extract_kernel_module
 
 __all__ = ["KernelCode", "kernel_code"]
 
@@ -62,7 +62,8 @@ class KernelCode:
 def kernel_code(module: ModuleOp) -> KernelCode:
     """The canonical kernels of ``module`` (a ``loops``-stage module, not modified)."""
     kernels = extract_kernel_module(module)
-    functions = [op for op in kernels.ops if isinstance(op, func.FuncOp)]
+    functions = [op for op in kernels.ops
+                 if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]  # fmt: skip
     old = [f.sym_name.data for f in functions]
     for index, function in enumerate(functions):
         function.sym_name = StringAttr(f"k{index}")

@@ -43,26 +43,19 @@ __all__ = [
 ]  # fmt: skip
 
 #: tidu ops that run as numpy library calls by design (BLAS, layout changes, scans,
-#: sorting, argmax and argmin); any other tidu op left outside a kernel is a fallback
-#: (the compiler could not lower it).
-LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = (
-    tidu.DotGeneralOp,
-    tidu.ReshapeOp,
-    tidu.TransposeOp,
-    tidu.ConstantOp,
-    tidu.CumSumOp,
-    tidu.CumProdOp,
-    tidu.LinearScanOp,
-    tidu.ArgsortOp,
-    tidu.ArgmaxOp,
-    tidu.ArgminOp,
+#: sorting, argmax and argmin: their primitives' ``library_call``); any other tidu op
+#: left outside a kernel is a fallback (the compiler could not lower it).
+LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = tuple(
+    op for primitive, op in tidu.OP_OF_PRIMITIVE.items() if primitive.library_call
 )
 
 
 def node_function(module: ModuleOp) -> func.FuncOp:
-    """The node function: the first ``func.func`` of the module that is not a kernel."""
+    """The node function: the first public ``func.func`` of the module that is not a
+    kernel (the outlined math functions are private)."""
     for op in module.ops:
-        if isinstance(op, func.FuncOp) and KERNEL_ATTR not in op.attributes:
+        if (isinstance(op, func.FuncOp) and KERNEL_ATTR not in op.attributes
+                and getattr(op.sym_visibility, "data", None) != "private"):  # fmt: skip
             return op
     raise ValueError("stage loops: the module has no public node function")
 
@@ -98,7 +91,9 @@ def _kernel_sizes(module: ModuleOp) -> dict[str, int]:
     without the fill of partly written results (``FILL_ATTR``: a cost of the border)
     nor index arithmetic (``arith`` ops of ``index`` values: loop bounds and the
     addresses of slices and pads, which LLVM folds into the addressing)."""
-    return {op.sym_name.data: _operations(op) for op in kernel_functions(module)}
+    callees = {op.sym_name.data: _operations(op) for op in module.ops
+               if isinstance(op, func.FuncOp) and KERNEL_ATTR not in op.attributes}  # fmt: skip
+    return {op.sym_name.data: _operations(op, callees) for op in kernel_functions(module)}
 
 
 def kernel_functions(module: ModuleOp) -> list[func.FuncOp]:
@@ -106,7 +101,9 @@ def kernel_functions(module: ModuleOp) -> list[func.FuncOp]:
     return [op for op in module.ops if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
 
 
-def _operations(function: Operation) -> int:
+def _operations(function: Operation, callees: dict[str, int] | None = None) -> int:
+    """The ops of ``function``, a call counting as its callee's ops (``callees``: the
+    outlined math functions, inlined by LLVM)."""
     count, stack = 0, [function]
     while stack:
         op = stack.pop()
@@ -115,6 +112,8 @@ def _operations(function: Operation) -> int:
         types = [*op.operand_types, *op.result_types]
         index = op.dialect_name() == "arith" and all(isinstance(t, IndexType) for t in types)
         count += not index
+        if isinstance(op, func.CallOp) and callees:
+            count += callees.get(op.callee.string_value(), 0)
         stack.extend(inner for region in op.regions for block in region.blocks
                      for inner in block.ops)  # fmt: skip
     return count

@@ -192,7 +192,7 @@ PIPELINE: tuple[Stage, ...] = (
                   "dce")),
     Stage("loops", "mlir", "each kernel a func/scf/memref/arith function over a chunk of rows",
           passes=("tidu-lower-to-loops{chunked=true runtime_scales=true}",
-                  "expand-math-polynomials{only_in_loops=true}")),
+                  "expand-math-polynomials{only_in_loops=true outline=true}")),
     Stage("kernels", "kernels", "the kernel functions, canonical: what their object code is "
           "keyed by", _kernel_code,
           does="kernel_code: extract_kernel_module, named by their text's digest"),

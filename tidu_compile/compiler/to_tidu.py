@@ -10,9 +10,12 @@ saved values, results the input cotangents (absent cotangents are not returned):
       func.return %2 : tensor<8xf64>
     }
 
-``TO_TIDU`` has one row per primitive with parameters; parameterless primitives map
-through the op table (``tidu.op_class``). ``primitive_of`` inverts it for the ops that
-stay outside kernels and run as numpy library calls in the plan.
+``TO_TIDU`` has one row per primitive with parameters whose dialect op is written by
+hand; a structural op is made from its primitive's fields and converts itself
+(``StructuralOperation.of_primitive``), and parameterless primitives map through the op
+table (``tidu.op_class``). ``primitive_of`` inverts it (``FROM_TIDU``,
+``StructuralOperation.to_primitive``) for the ops that stay outside kernels and run as
+numpy library calls in the plan.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class UnloweredOpError(NotImplementedError):
 
 Builder = Callable[[Any, Sequence[SSAValue], Sequence[Attribute]], Operation]
 
-#: Primitive class -> builder of its tidu op (parameterized primitives only).
+#: Primitive class -> builder of its tidu op (hand-written ops with parameters only).
 TO_TIDU: dict[type, Builder] = {
     ops.Compare: lambda p, xs, ts: tidu.CompareOp(p.direction, xs[0], xs[1]),
     ops.Pow: lambda p, xs, ts: tidu.PowOp(xs[0], p.exponent),
@@ -50,17 +53,6 @@ TO_TIDU: dict[type, Builder] = {
     ops.ToComplex: lambda p, xs, ts: tidu.ToComplexOp(xs[0], p.imaginary),
     ops.Convert: lambda p, xs, ts: tidu.ConvertOp(xs[0], ts[0]),
     ops.Constant: lambda p, xs, ts: tidu.ConstantOp(p.value, ts[0]),
-    ops.BroadcastInDim: lambda p, xs, ts: tidu.BroadcastInDimOp(
-        xs[0], p.broadcast_dimensions, p.shape
-    ),
-    ops.ReduceSum: lambda p, xs, ts: tidu.ReduceSumOp(xs[0], p.axes),
-    ops.ReduceMax: lambda p, xs, ts: tidu.ReduceMaxOp(xs[0], p.axes),
-    ops.ReduceMin: lambda p, xs, ts: tidu.ReduceMinOp(xs[0], p.axes),
-    ops.ReduceProd: lambda p, xs, ts: tidu.ReduceProdOp(xs[0], p.axes),
-    ops.Argmax: lambda p, xs, ts: tidu.ArgmaxOp(xs[0], p.axis),
-    ops.Argmin: lambda p, xs, ts: tidu.ArgminOp(xs[0], p.axis),
-    ops.Reshape: lambda p, xs, ts: tidu.ReshapeOp(xs[0], p.shape),
-    ops.Transpose: lambda p, xs, ts: tidu.TransposeOp(xs[0], p.permutation),
     ops.DotGeneral: lambda p, xs, ts: tidu.DotGeneralOp(
         xs[0], xs[1], p.lhs_contracting, p.rhs_contracting, p.lhs_batch, p.rhs_batch
     ),
@@ -69,10 +61,6 @@ TO_TIDU: dict[type, Builder] = {
     ops.Concatenate: lambda p, xs, ts: tidu.ConcatenateOp(xs, p.axis),
     ops.Gather: lambda p, xs, ts: tidu.GatherOp(xs[0], xs[1:], p.axis),
     ops.ScatterAdd: lambda p, xs, ts: tidu.ScatterAddOp(xs[0], xs[1:], p.axis, p.big_shape),
-    ops.CumSum: lambda p, xs, ts: tidu.CumSumOp(xs, p.axis, p.reverse),
-    ops.CumProd: lambda p, xs, ts: tidu.CumProdOp(xs, p.axis),
-    ops.LinearScan: lambda p, xs, ts: tidu.LinearScanOp(xs, p.axis, p.reverse),
-    ops.Argsort: lambda p, xs, ts: tidu.ArgsortOp(xs[0], p.axis),
 }
 
 
@@ -83,6 +71,8 @@ def _to_tidu(primitive: Any, operands: Sequence[SSAValue], types: Sequence[Attri
     op_class = tidu.OP_OF_PRIMITIVE.get(type(primitive))
     if op_class is None:
         raise UnloweredOpError(f"stage tidu: no tidu op for primitive {primitive!r}")
+    if issubclass(op_class, tidu.StructuralOperation):
+        return op_class.of_primitive(primitive, operands, types)
     return op_class(*operands)  # type: ignore[call-arg]
 
 
@@ -135,7 +125,7 @@ def dtype_name(element: Attribute) -> str:
     raise TypeError(f"element type {element} has no numpy dtype")
 
 
-#: tidu op class -> primitive reconstructor (ops with parameters only).
+#: tidu op class -> primitive reconstructor (hand-written ops with parameters only).
 FROM_TIDU: dict[type, Callable[[Any], Any]] = {
     tidu.CompareOp: lambda op: ops.Compare(op.direction.data),
     tidu.PowOp: lambda op: ops.Pow(op.parameter),
@@ -149,21 +139,6 @@ FROM_TIDU: dict[type, Callable[[Any], Any]] = {
     tidu.ConstantOp: lambda op: ops.Constant(
         _scalar(op.value), op_type(op.results[0]).shape, op_type(op.results[0]).dtype
     ),
-    tidu.BroadcastInDimOp: lambda op: ops.BroadcastInDim(
-        op_type(op.results[0]).shape,
-        tuple(op.broadcast_dimensions.get_values()),
-        op_type(op.operands[0]).shape,
-    ),
-    tidu.ReduceSumOp: lambda op: _reduction(ops.ReduceSum, op),
-    tidu.ReduceMaxOp: lambda op: _reduction(ops.ReduceMax, op),
-    tidu.ReduceMinOp: lambda op: _reduction(ops.ReduceMin, op),
-    tidu.ReduceProdOp: lambda op: _reduction(ops.ReduceProd, op),
-    tidu.ArgmaxOp: lambda op: ops.Argmax(op.axis_value),
-    tidu.ArgminOp: lambda op: ops.Argmin(op.axis_value),
-    tidu.ReshapeOp: lambda op: ops.Reshape(
-        op_type(op.results[0]).shape, op_type(op.operands[0]).shape
-    ),
-    tidu.TransposeOp: lambda op: ops.Transpose(tuple(op.permutation.get_values())),
     tidu.DotGeneralOp: lambda op: ops.DotGeneral(
         tuple(op.lhs_contracting.get_values()),
         tuple(op.rhs_contracting.get_values()),
@@ -200,17 +175,7 @@ FROM_TIDU: dict[type, Callable[[Any], Any]] = {
         op_type(op.operands[1]).shape,
         len(op.operands) - 1,
     ),
-    tidu.CumSumOp: lambda op: ops.CumSum(op.axis_value, op.is_reverse),
-    tidu.CumProdOp: lambda op: ops.CumProd(op.axis_value, op_type(op.results[0]).shape),
-    tidu.LinearScanOp: lambda op: ops.LinearScan(
-        op.axis_value, op_type(op.results[0]).shape, op.is_reverse
-    ),
-    tidu.ArgsortOp: lambda op: ops.Argsort(op.axis_value),
 }
-
-
-def _reduction(primitive: type[ops.Reduction], op: Any) -> ops.Reduction:
-    return primitive(tuple(op.axes.get_values()), op_type(op.operands[0]).shape)
 
 
 def _scalar(value: complex) -> complex | float:
@@ -222,6 +187,8 @@ def primitive_of(op: Operation) -> Any:
     rebuild = FROM_TIDU.get(type(op))
     if rebuild is not None:
         return rebuild(op)
+    if isinstance(op, tidu.StructuralOperation):
+        return op.to_primitive()
     primitive = tidu.primitive_class(type(op))
     if primitive is None:
         raise UnloweredOpError(f"stage loops: no primitive for {op.name}")

@@ -11,6 +11,7 @@ diagonal, trace, diag  ``Gather`` at ``(i, i + k)`` (``diag`` of a vector: a str
 tile, repeat           ``BroadcastInDim`` + ``Reshape`` (``Gather`` for per-element
                        repeat counts)
 cumsum, cumprod        ``CumSum``, ``CumProd``
+logcumsumexp           ``LogCumSumExp`` (``jax.lax.cumlogsumexp``; not numpy's)
 sort                   ``Gather`` of the stable ``Argsort`` permutation
 =====================  ============================================================
 """
@@ -33,7 +34,7 @@ from tidu_compile.frontend.shapes import reshape, transpose
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
 
 __all__ = [
-    "cumprod", "cumsum", "diag", "diagonal", "diff", "flip", "pad",
+    "cumprod", "cumsum", "diag", "diagonal", "diff", "flip", "logcumsumexp", "pad",
     "repeat", "roll", "sort", "tile", "trace", "tril", "triu",
 ]  # fmt: skip
 
@@ -139,6 +140,13 @@ def cumprod(a: Any, axis: Any = None) -> Tensor:
     if x.ndim == 0:
         return reshape(x, (1,))
     return apply1(ops.CumProd(_axis(axis, x.ndim, "cumprod"), x.shape), x)
+
+
+def logcumsumexp(x: Any, axis: Any = 0, reverse: bool = False) -> Tensor:
+    """``log(cumsum(exp(x)))`` along ``axis`` without overflow (from the end when
+    ``reverse``), as ``jax.lax.cumlogsumexp``; integers and bool become float64."""
+    t = unary_input(x)
+    return apply1(ops.LogCumSumExp(_axis(axis, t.ndim, "logcumsumexp"), t.shape, reverse), t)
 
 
 # --------------------------------------------------------------------------- padding

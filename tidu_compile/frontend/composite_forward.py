@@ -34,7 +34,7 @@ import numpy as np
 from tidu_compile.ad import Name
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.graph import Graph, GraphBuilder, Local, OperationNode
-from tidu_compile.ops.indexing import _Indexed
+from tidu_compile.ops.indexing import IndexedOp
 
 __all__ = ["ForwardPlan", "copy_operations"]
 
@@ -91,7 +91,7 @@ class ForwardPlan:
                 prelude.append(node)
                 known.update(node.outputs)
         self.prelude = tuple(prelude)
-        self.indexing = tuple(n for n in graph.operations if isinstance(n.operation, _Indexed))
+        self.indexing = tuple(n for n in graph.operations if isinstance(n.operation, IndexedOp))
         #: False when an index depends on float data (``argmax`` of computed values): it
         #: cannot be checked before the program runs, so the forward replays with numpy.
         self.checkable = all(

@@ -1,7 +1,7 @@
 """Primitives for machine learning that numpy lacks: ``sigmoid``, ``relu``, ``erf``.
 
 They are not numpy names (``numpy_names`` is empty): ``tidu_compile.frontend.activations``
-exports them (``tc.sigmoid``, ``tc.relu``, ``tc.erf``), with the composites ``softplus``
+exports them (``tc.sigmoid``, ``tc.relu``, ``tc.erf``), with the formulas ``softplus``
 and ``gelu``. Real dtypes only.
 """
 

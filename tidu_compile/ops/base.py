@@ -2,19 +2,24 @@
 
 Every op is a class decorated with ``@primitive`` (a frozen dataclass, registered in
 ``OP_TABLE`` under its ``mnemonic``) subclassing ``TensorOp``, and defines, in one
-block: ``input_count`` (and ``output_count`` if not 1), ``infer_types`` (output types
-from input types, raising a clear error on mismatch), ``evaluate`` (numpy), ``jvp_rule``
-and ``transpose_rule``. Rules build with primitives through the helpers below, so
-linear and transposed graphs are graphs of this same op set.
+block of its family's module (``unary_math.py``, ``scan.py``, ...): ``input_count`` (and
+``output_count`` if not 1), ``infer_types`` (output types from input types, raising a
+clear error on mismatch), ``evaluate`` (numpy), ``jvp_rule`` and ``transpose_rule``.
+Rules build with primitives through the helpers below, so linear and transposed graphs
+are graphs of this same op set.
 
-What derives from ``OP_TABLE`` (so adding an elementwise op is its block here plus one
-lowering row in ``passes/tidu_math_lowering.py``, merged into ``SCALAR_LOWERINGS``):
+What derives from ``OP_TABLE`` (so adding an elementwise op is its block plus one
+lowering row in ``passes/tidu_math_lowering.py``, merged into ``SCALAR_LOWERINGS``; a
+structural op, its block and its frontend function):
 
 * the ``tidu`` dialect's op list: a generated ``tidu.<mnemonic>`` op for every
-  elementwise op without a hand-written one (``dialects/tidu.py``);
+  elementwise op without a hand-written one, and for every structural op, from its
+  fields (``ops.ir_fields``), with the import and export rows (``dialects/tidu.py``);
 * the frontend functions named in ``numpy_names`` (``tidu_compile.frontend``), and so
   the exports of ``tidu_compile`` and ``tidu_compile.numpy``;
-* the op test tables (``tests/ops/op_cases.py``: inputs drawn from ``domain``);
+* which ops run as numpy library calls between kernels (``library_call``);
+* the op test tables (``tests/ops/op_cases.py``: inputs drawn from ``domain``, the rows
+  of a structural op from its family's; checked against ``oracle``);
 * the README's list of supported functions (checked by a test).
 """
 
@@ -23,12 +28,12 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 import numpy as np
 
-from tidu_compile.ad import ADRuleError, ADRuleKind, Primitive, PrimitiveBuilder
+from tidu_compile.ad import Primitive, PrimitiveBuilder
 from tidu_compile.graph import (
     Derived,
     External,
@@ -39,6 +44,7 @@ from tidu_compile.graph import (
     Role,
     ValueKey,
 )
+from tidu_compile.ops.ir_fields import printed_as, shape_of_operand, shape_of_result
 
 __all__ = [
     "DOMAINS",
@@ -138,18 +144,27 @@ class TensorOp(Primitive):
     domain: ClassVar[str] = "real"
     #: ``op(x, y) == op(y, x)`` (a trait of its dialect op).
     commutative: ClassVar[bool] = False
+    #: Runs as a numpy library call between kernels, by design (a scan, a sort, a BLAS
+    #: contraction, a layout copy): fusion leaves it outside kernels, and a plan step
+    #: running it is no fallback (``compiler.plan_builder.LIBRARY_BY_DESIGN``).
+    library_call: ClassVar[bool] = False
 
     @classmethod
-    def add(cls) -> Primitive:
-        from tidu_compile.ops.elementwise import Add
-
-        return Add()
+    def add(cls) -> TensorOp:
+        """``Add()``, the op that sums cotangents (found in the table by its name)."""
+        return OP_TABLE["add"]()
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         raise NotImplementedError(f"{type(self).__name__}.infer_types")
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         raise NotImplementedError(f"{type(self).__name__}.evaluate")
+
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The op's values computed another way than ``evaluate``, in plain numpy: what
+        the op tests check ``evaluate`` against (``tests/ops/test_op_autodiff.py``). An
+        elementwise op without one is checked against its ``numpy_fn``."""
+        raise NotImplementedError(f"{type(self).__name__} has no oracle")
 
     # ---------------------------------------------------------------- checks
 
@@ -275,7 +290,10 @@ def _exact_repr(value: Any) -> str:
     return repr(value)
 
 
-@dataclass_transform(frozen_default=True)
+@dataclass_transform(
+    frozen_default=True,
+    field_specifiers=(field, printed_as, shape_of_operand, shape_of_result),
+)
 def primitive(cls: _Op) -> _Op:
     """Make ``cls`` a frozen dataclass and enter it in ``OP_TABLE``; its parameters
     compare exactly (``Scale(0.0) != Scale(-0.0)``, numbers by type and bits), so two ops
@@ -287,7 +305,7 @@ def primitive(cls: _Op) -> _Op:
 
             numpy_fn = np.log1p
             numpy_names = ("log1p",)
-            domain = "positive"
+            domain = "open_unit"
 
             def jvp_rule(self, b, xs, ys, ts, ctx):
                 return [linear(b, Div(), [ts[0], apply(b, Shift(1.0), [xs[0]])], (True, False))]
@@ -333,14 +351,8 @@ def add_tangents(builder: PrimitiveBuilder, a: int | None, b: int | None) -> int
         return b
     if b is None:
         return a
-    from tidu_compile.ops.elementwise import Add
-
-    return linear(builder, Add(), [a, b], (True, True))
+    return linear(builder, TensorOp.add(), [a, b], (True, True))
 
 
 def active(role: Role, index: int) -> bool:
     return isinstance(role, Linearized) and role.active_mask[index]
-
-
-def no_transpose(op: TensorOp) -> ADRuleError:
-    return ADRuleError.invalid_input(op, ADRuleKind.TRANSPOSE, "op is not linear in any input")

@@ -157,6 +157,9 @@ class Convert(TensorOp):
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         return (arrays[0].astype(self.dtype),)
 
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (arrays[0].astype(self.dtype),)
+
     def jvp_rule(self, b, xs, ys, ts, ctx):
         if exact_dtype(self.dtype) or exact_dtype(self.operand_dtype):
             return [None]
@@ -176,6 +179,7 @@ class Constant(TensorOp):
     shape: tuple[int, ...]
     dtype: str
     input_count = 0
+    library_call = True  # a filled buffer, not a kernel
 
     def __post_init__(self) -> None:
         if self.dtype not in DIFFERENTIABLE_DTYPES:

@@ -46,7 +46,7 @@ from tidu_compile.ops.base import (
 )
 
 __all__ = [
-    "INDEX_DTYPES", "Gather", "Pad", "ScatterAdd", "Slice", "check_strided_window",
+    "INDEX_DTYPES", "Gather", "IndexedOp", "Pad", "ScatterAdd", "Slice", "check_strided_window",
     "python_slices",
 ]  # fmt: skip
 
@@ -127,6 +127,10 @@ class Slice(TensorOp):
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         return (arrays[0][python_slices(self.start, self.step, self.shape)],)
 
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        """By index arrays, ``start + step * i``."""
+        return (arrays[0][_index_arrays(self.start, self.step, self.shape)],)
+
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [linear(b, self, [ts[0]], (True,))]
 
@@ -162,6 +166,12 @@ class Pad(TensorOp):
         out[python_slices(self.start, self.step, self.operand_shape)] = x
         return (out,)
 
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        """By index arrays, ``start + step * i``."""
+        out = np.full(self.shape, self.value, dtype=arrays[0].dtype)
+        out[_index_arrays(self.start, self.step, self.operand_shape)] = arrays[0]
+        return (out,)
+
     def jvp_rule(self, b, xs, ys, ts, ctx):
         zero_pad = Pad(self.start, self.step, self.shape, self.operand_shape)
         return [linear(b, zero_pad, [ts[0]], (True,))]
@@ -173,6 +183,12 @@ class Pad(TensorOp):
             )
         window = Slice(self.start, self.step, self.operand_shape, self.shape)
         return [linear(b, window, [cts[0]], (True,))]
+
+
+def _index_arrays(start: Sequence[int], step: Sequence[int], counts: Sequence[int]) -> Any:
+    """The open mesh of the elements ``start + step * i`` (``np.ix_``)."""
+    ranges = (f + s * np.arange(n) for f, s, n in zip(start, step, counts, strict=True))
+    return np.ix_(*ranges)
 
 
 # ------------------------------------------------------------------ gather / scatter-add
@@ -189,7 +205,7 @@ def _check_indices(op: TensorOp, indices: Sequence[TensorType], shape: tuple[int
 
 
 @dataclass(frozen=True)
-class _Indexed(TensorOp):
+class IndexedOp(TensorOp):
     """Shared by ``Gather`` and ``ScatterAdd``: ``index_count`` integer arrays of
     ``index_shape`` index dimensions ``axis .. axis + index_count - 1`` of the big array
     (``big_shape``); in the small one, those dimensions become ``index_shape``."""
@@ -242,9 +258,24 @@ class _Indexed(TensorOp):
         self.check_dtype(inputs[0], self.data_dtypes)
         _check_indices(self, inputs[1:], self.index_shape)
 
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Element by element, in Python: a gather copies, a scatter-add adds."""
+        data, indices = arrays[0], [np.asarray(i) for i in arrays[1:]]
+        big, gather = self.big_shape, isinstance(self, Gather)
+        out = np.zeros(self.small_shape if gather else big, data.dtype)
+        for b in np.ndindex(*self.index_shape):
+            at = tuple(int(i[b]) % big[self.axis + k] for k, i in enumerate(indices))
+            big_key = (slice(None),) * self.axis + at
+            small_key = (slice(None),) * self.axis + b
+            if gather:
+                out[small_key] = data[big_key]
+            else:
+                out[big_key] += data[small_key]
+        return (out,)
+
 
 @primitive
-class Gather(_Indexed):
+class Gather(IndexedOp):
     """Elements at integer positions: ``y[p, b, q] = x[p, i1[b], ..., ik[b], q]`` (the
     ``ik`` are inputs 1..k, negative values count from the end). The transpose
     scatters-adds: ``ScatterAdd``."""
@@ -268,7 +299,7 @@ class Gather(_Indexed):
 
 
 @primitive
-class ScatterAdd(_Indexed):
+class ScatterAdd(IndexedOp):
     """Sum updates into zeros of ``big_shape`` at integer positions:
     ``y[p, i1[b], ..., ik[b], q] += u[p, b, q]`` (repeated positions add up). The
     transpose gathers: ``Gather``."""

@@ -14,8 +14,9 @@ Conventions where numpy is silent about derivatives (JAX's and PyTorch's):
   constant: they are not differentiable (``differentiable = False``, like comparisons):
   their results carry no tangent.
 
-Complex values: ``abs`` and ``sign`` of a complex tensor are composites in the
-frontend (``hypot(re, im)`` and ``z / |z|``); the others are undefined (as numpy).
+Complex values: ``abs`` and ``sign`` of a complex tensor are formulas in the
+frontend (``frontend/formulas.py``: ``hypot(re, im)`` and ``z / |z|``); the others are
+undefined (as numpy).
 """
 
 from __future__ import annotations

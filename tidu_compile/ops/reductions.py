@@ -55,7 +55,9 @@ from tidu_compile.ops.elementwise import (
 )
 from tidu_compile.ops.structural import ReduceSum, Reduction
 
-__all__ = ["Argmax", "Argmin", "ReduceMax", "ReduceMin", "ReduceProd", "StopGradient"]
+__all__ = [
+    "ArgExtremum", "Argmax", "Argmin", "ReduceMax", "ReduceMin", "ReduceProd", "StopGradient",
+]  # fmt: skip
 
 
 def _weighted_sum(b, reduction: Reduction, t: int | None, weight: int) -> int | None:  # type: ignore[no-untyped-def]
@@ -87,6 +89,9 @@ class _Extremum(Reduction):
         value = type(self).numpy_fn(x, axis=self.axes, initial=initial)
         return (np.asarray(value, dtype=x.dtype),)
 
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (type(self).numpy_fn(arrays[0], axis=self.axes),)
+
     def tie_weights(self, b, x, y) -> int:  # type: ignore[no-untyped-def]
         """``[x == y] / (number of ties)``, ``y`` broadcast back: 1 at a unique extremum,
         ``1/k`` at each of ``k`` tied ones, 0 elsewhere (and everywhere in a slice whose
@@ -111,6 +116,7 @@ class ReduceMax(_Extremum):
 
     numpy_fn = np.max
     identity = -np.inf
+    combiner = "max"
 
 
 @primitive
@@ -120,6 +126,7 @@ class ReduceMin(_Extremum):
 
     numpy_fn = np.min
     identity = np.inf
+    combiner = "min"
 
 
 @primitive
@@ -128,10 +135,14 @@ class ReduceProd(Reduction):
     integers multiply exactly in their own dtype."""
 
     allowed_dtypes = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES
+    combiner = "mul"
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         x = arrays[0]
         return (np.asarray(np.prod(x, axis=self.axes, dtype=x.dtype), dtype=x.dtype),)
+
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.prod(arrays[0], axis=self.axes),)
 
     def others(self, b, x, y) -> int:  # type: ignore[no-untyped-def]
         """The product of the other elements of each element's slice, exact at zeros."""
@@ -152,12 +163,14 @@ class ReduceProd(Reduction):
         return [_weighted_sum(b, self, ts[0], self.others(b, xs[0], ys[0]))]
 
 
-class _ArgExtremum(TensorOp):
-    """The int64 index of the first extremum along ``axis``; not differentiable."""
+class ArgExtremum(TensorOp):
+    """The int64 index of the first extremum along ``axis``, which the result drops; not
+    differentiable; a numpy library call between kernels."""
 
     axis: int
     input_count = 1
     differentiable = False
+    library_call = True
     numpy_fn: ClassVar = np.argmax
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
@@ -174,12 +187,15 @@ class _ArgExtremum(TensorOp):
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         return (np.asarray(type(self).numpy_fn(arrays[0], axis=self.axis), dtype=np.int64),)
 
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (type(self).numpy_fn(arrays[0], axis=self.axis),)
+
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [None]
 
 
 @primitive
-class Argmax(_ArgExtremum):
+class Argmax(ArgExtremum):
     """The index of the first maximum along ``axis`` (the first NaN if any), int64."""
 
     axis: int
@@ -187,7 +203,7 @@ class Argmax(_ArgExtremum):
 
 
 @primitive
-class Argmin(_ArgExtremum):
+class Argmin(ArgExtremum):
     """The index of the first minimum along ``axis`` (the first NaN if any), int64."""
 
     axis: int

@@ -11,7 +11,9 @@ dot_general            dot_general of the cotangent with conj(other operand)
 =====================  ===========================================================
 
 Ops carry the static shapes their transposes need (``operand_shape``), so rules never
-need type information at build time.
+need type information at build time; their dialect ops read those from their types
+(``ops.ir_fields``). Reshape, transpose and dot_general run as numpy library calls
+between kernels; broadcasts and reductions fuse into kernels (as operand and result maps).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from tidu_compile.ops.base import (
     linear,
     primitive,
 )
+from tidu_compile.ops.complex_ops import Conj
+from tidu_compile.ops.elementwise import Add
+from tidu_compile.ops.ir_fields import printed_as, shape_of_operand, shape_of_result
 
 #: What ``DotGeneral`` contracts: floats and complex values on BLAS, integers and bools
 #: exactly (numpy's matmul loops: a bool product is an or of ands).
@@ -68,9 +73,9 @@ def _moved_type(
 class BroadcastInDim(TensorOp):
     """Operand dim ``i`` becomes result dim ``broadcast_dimensions[i]`` (size 1 or equal)."""
 
-    shape: tuple[int, ...]
-    broadcast_dimensions: tuple[int, ...]
-    operand_shape: tuple[int, ...]
+    shape: tuple[int, ...] = shape_of_result()
+    broadcast_dimensions: tuple[int, ...] = printed_as("dims")
+    operand_shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
 
     def __post_init__(self) -> None:
@@ -95,6 +100,12 @@ class BroadcastInDim(TensorOp):
         return _moved_type(self, inputs, self.operand_shape, self.shape)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        expanded = [1] * len(self.shape)
+        for size, d in zip(self.operand_shape, self.broadcast_dimensions, strict=True):
+            expanded[d] = size
+        return (np.broadcast_to(arrays[0].reshape(expanded), self.shape),)
+
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         expanded = [1] * len(self.shape)
         for size, d in zip(self.operand_shape, self.broadcast_dimensions, strict=True):
             expanded[d] = size
@@ -127,12 +138,17 @@ class BroadcastInDim(TensorOp):
 class Reduction(TensorOp):
     """Base of the reductions over ``axes`` (sorted, unique), which the result drops:
     ``ReduceSum`` here, ``ReduceMax``, ``ReduceMin`` and ``ReduceProd`` in
-    ``ops.reductions``. A subclass gives ``allowed_dtypes``, ``evaluate`` and its rules."""
+    ``ops.reductions``. A subclass gives ``allowed_dtypes``, ``combiner``, ``evaluate``,
+    its ``oracle`` and its rules; its dialect op (``tidu.<mnemonic> %x, axes = [0]``)
+    fuses into kernels, combining its elements by ``combiner``."""
 
     axes: tuple[int, ...]
-    operand_shape: tuple[int, ...]
+    operand_shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
     allowed_dtypes: ClassVar[tuple[str, ...]] = DIFFERENTIABLE_DTYPES
+    #: How the elements combine, from what identity (``dialects.tidu_reduce.COMBINERS``):
+    #: ``add`` (0), ``max`` (-inf), ``min`` (+inf) or ``mul`` (1).
+    combiner: ClassVar[str]
 
     def __post_init__(self) -> None:
         rank = len(self.operand_shape)
@@ -168,10 +184,14 @@ class ReduceSum(Reduction):
     own dtype (the frontend widens them first, as numpy's ``sum``)."""
 
     allowed_dtypes = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES
+    combiner = "add"
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         x = arrays[0]
         return (np.asarray(np.sum(x, axis=self.axes, dtype=x.dtype), dtype=x.dtype),)
+
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.sum(arrays[0], axis=self.axes),)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [linear(b, self, [ts[0]], (True,))]
@@ -184,9 +204,10 @@ class ReduceSum(Reduction):
 class Reshape(TensorOp):
     """Row-major reshape to ``shape``."""
 
-    shape: tuple[int, ...]
-    operand_shape: tuple[int, ...]
+    shape: tuple[int, ...] = shape_of_result()
+    operand_shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
+    library_call = True
 
     def __post_init__(self) -> None:
         if math.prod(self.shape) != math.prod(self.operand_shape):
@@ -201,6 +222,9 @@ class Reshape(TensorOp):
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         return (arrays[0].reshape(self.shape),)
 
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.reshape(arrays[0], self.shape),)
+
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [linear(b, self, [ts[0]], (True,))]
 
@@ -214,6 +238,7 @@ class Transpose(TensorOp):
 
     permutation: tuple[int, ...]
     input_count = 1
+    library_call = True
 
     def __post_init__(self) -> None:
         if sorted(self.permutation) != list(range(len(self.permutation))):
@@ -228,6 +253,9 @@ class Transpose(TensorOp):
         return (TensorType(tuple(t.shape[p] for p in self.permutation), t.dtype),)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.transpose(arrays[0], self.permutation),)
+
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         return (np.transpose(arrays[0], self.permutation),)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
@@ -253,6 +281,7 @@ class DotGeneral(TensorOp):
     rhs_shape: tuple[int, ...]
     input_count = 2
     allowed_dtypes: ClassVar[tuple[str, ...]] = CONTRACTION_DTYPES
+    library_call = True  # one BLAS call (integers and bools: numpy's matmul loops)
 
     def __post_init__(self) -> None:
         # Rank check first: the size check below indexes the shapes with these dims.
@@ -334,13 +363,9 @@ class DotGeneral(TensorOp):
         right = linear(b, self, [xs[0], dy], (False, True)) if dy is not None else None
         if left is None or right is None:
             return [left if right is None else right]
-        from tidu_compile.ops.elementwise import Add
-
         return [linear(b, Add(), [left, right], (True, True))]
 
     def transpose_rule(self, b, cts, inputs, role, ctx):
-        from tidu_compile.ops.complex_ops import Conj
-
         out: list[int | None] = [None, None]
         for side in (0, 1):
             if active(role, side):
