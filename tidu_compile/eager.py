@@ -19,7 +19,7 @@ Saved values carry a version, as PyTorch's do: a frontend that changes a value i
 holder a ``_version`` from one process-wide count of changes. Every node keeps that count
 as of its recording (``Trace.stamp``) and the objects whose data it saved (``holders``,
 or its sources); reading its saved data or its edges after a holder changed raises
-``RuntimeError`` ("modified by an in-place operation") instead of computing with other
+``RuntimeError`` ("modified by an inplace operation", as PyTorch says) instead of computing with other
 values than were recorded. ``free_graph`` drops the saved data of the nodes a backward
 pass visited (PyTorch's default without ``retain_graph=True``); a later pass through
 them raises.
@@ -345,11 +345,11 @@ class Trace:
             version = getattr(holder, "_version", 0)
             if version > self.stamp:
                 raise RuntimeError(
-                    f"{self.graph!r}: input {position}, a value saved for this backward "
-                    "pass, was modified by an in-place operation after it was recorded "
-                    f"(its version is {version}, the node was recorded at {self.stamp}); "
-                    "record the computation again after the update, or update out of "
-                    "place (p = p - lr * g)"
+                    "one of the variables needed for gradient computation has been "
+                    f"modified by an inplace operation: input {position} of {self.graph!r}, "
+                    f"saved for this backward pass, is at version {version}, the node was "
+                    f"recorded at {self.stamp} (PyTorch's error); record the computation "
+                    "again after the update, or update out of place (p = p - lr * g)"
                 )
 
     def free(self) -> None:

@@ -17,7 +17,7 @@ had. Which change it is follows PyTorch:
   from the tensor as it was (a copy of its state), so nothing recorded reads the change.
 
 Either way the tensor's version moves on (``eager.note_change``): nodes recorded before
-that saved it raise at backward ("modified by an in-place operation") instead of giving
+that saved it raise at backward ("modified by an inplace operation") instead of giving
 a gradient at values that are gone. Inside a ``@tc.function`` trace a tensor computed
 in the trace may change in place (it is rebound in the trace); an argument may not.
 """
