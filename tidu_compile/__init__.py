@@ -5,7 +5,10 @@ Everything in DESIGN.md's public contract is importable from here.
 
 from typing import Any
 
-from tidu_compile import func  # noqa: E402 - the transforms build on everything above
+from tidu_compile import (
+    func,  # noqa: E402 - the transforms build on everything above
+    optim,  # torch.optim's optimizers, each step one compiled program
+)
 from tidu_compile.ad import (
     ADKey,
     ADRuleError,
@@ -94,6 +97,7 @@ __all__ = [
     "linear_transpose_with_builder", "linearize", "no_grad", "resolve",
     "set_default_executor", "set_grad_enabled", "tensor", "use_executor", *FUNCTIONS,
 ]  # fmt: skip
+__all__ += ["optim"]  # torch.optim's optimizers (issue 22)
 
 
 def __getattr__(name: str) -> Any:

@@ -19,10 +19,10 @@ Saved values carry a version, as PyTorch's do: a frontend that changes a value i
 holder a ``_version`` from one process-wide count of changes. Every node keeps that count
 as of its recording (``Trace.stamp``) and the objects whose data it saved (``holders``,
 or its sources); reading its saved data or its edges after a holder changed raises
-``RuntimeError`` ("modified by an inplace operation", as PyTorch says) instead of computing with other
-values than were recorded. ``free_graph`` drops the saved data of the nodes a backward
-pass visited (PyTorch's default without ``retain_graph=True``); a later pass through
-them raises.
+``RuntimeError`` ("modified by an inplace operation", PyTorch's words) instead of
+computing with other values than were recorded. ``free_graph`` drops the saved data of
+the nodes a backward pass visited (PyTorch's default without ``retain_graph=True``); a
+later pass through them raises.
 """
 
 from __future__ import annotations
