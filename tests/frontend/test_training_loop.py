@@ -252,6 +252,13 @@ def test_gradient_modes() -> None:
 
     assert not untracked(x).requires_grad
 
+    @tc.set_grad_enabled(False)
+    def also_untracked(t: tc.Tensor) -> tc.Tensor:
+        return t * 2.0
+
+    assert tc.is_grad_enabled()  # decorating does not switch the mode
+    assert not also_untracked(x).requires_grad and tc.is_grad_enabled()
+
 
 def test_in_place_inside_a_traced_function() -> None:
     @tc.function

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -118,13 +119,26 @@ def enable_grad() -> Iterator[None]:
 class set_grad_enabled:  # noqa: N801 - PyTorch's name: a function and a context manager
     """``set_grad_enabled(mode)`` sets recording on or off in this thread at once; as a
     context manager (``with tc.set_grad_enabled(False):``) it restores the previous mode
-    at the end of the block, as PyTorch's."""
+    at the end of the block, as PyTorch's; as a decorator (``@tc.set_grad_enabled(False)``)
+    it restores the mode at once and sets it around each call of the function."""
 
     def __init__(self, mode: bool) -> None:
         if not isinstance(mode, (bool, int)):
             raise TypeError(f"set_grad_enabled: mode must be a bool, got {type(mode).__name__}")
+        self.mode = bool(mode)
         self.previous = _state.grad_enabled
-        _set_state(bool(mode), _state.capture)
+        _set_state(self.mode, _state.capture)
+
+    def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        _set_state(self.previous, _state.capture)
+        mode = self.mode
+
+        @functools.wraps(function)
+        def with_mode(*args: Any, **kwargs: Any) -> Any:
+            with set_grad_enabled(mode):
+                return function(*args, **kwargs)
+
+        return with_mode
 
     def __enter__(self) -> None:
         return None
