@@ -311,3 +311,16 @@ def test_the_bias_corrections_are_pythons_floats() -> None:
     assert state["step"] == 3.0
     assert scalars["neg_step_size"] == -(0.1 / (1 - 0.8**3.0))
     assert scalars["bias_correction2_sqrt"] == math.sqrt(1 - 0.99**3.0)
+
+
+def test_state_never_shares_memory_with_grad() -> None:
+    """SGD's first momentum buffer is the gradient: a later backward adding into
+    ``.grad`` in place must not change it (the step reads ``.grad`` without a copy)."""
+    w = tc.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    optimizer = tc.optim.SGD([w], lr=0.1, momentum=0.9)
+    tc.sum(w * w).backward()
+    first = w.grad.copy()
+    optimizer.step()
+    tc.sum(w * w).backward()  # no zero_grad: adds into the same array
+    np.testing.assert_array_equal(optimizer.state[w]["momentum_buffer"], first)
+    assert not np.may_share_memory(optimizer.state[w]["momentum_buffer"], w.grad)

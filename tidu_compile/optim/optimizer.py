@@ -41,7 +41,7 @@ __all__ = ["Optimizer", "Rule", "check_nonnegative", "fused_program"]
 #: ``rule(param, grad, state, scalars, options) -> (new_param, *new_state)``.
 Rule = Callable[[Tensor, Tensor, dict[str, Tensor], dict[str, Tensor], Any], tuple[Tensor, ...]]
 #: One parameter's arguments of the fused program: param, grad, state, scalars, options.
-Entry = tuple[Tensor, Any, dict[str, Tensor], dict[str, np.ndarray], Hashable]
+Entry = tuple[Tensor, Tensor, dict[str, Tensor], dict[str, np.ndarray], Hashable]
 
 
 def fused_program(rule: Rule, name: str) -> Callable[[list[Entry]], tuple[Tensor, ...]]:
@@ -56,6 +56,18 @@ def fused_program(rule: Rule, name: str) -> Callable[[list[Entry]], tuple[Tensor
 
     step.__name__ = step.__qualname__ = f"{name}.step"
     return function(step, always_compiled=True)  # type: ignore[no-any-return]
+
+
+def _current_values(grad: Any) -> Tensor:
+    """``.grad`` as a tensor without a copy: a read-only view of the array, which
+    ``backward`` may later add to in place (``_not_aliasing`` keeps results apart)."""
+    return grad.detach() if isinstance(grad, Tensor) else Tensor(np.asarray(grad).view())
+
+
+def _not_aliasing(result: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """``result``, copied when it may be ``grad``'s memory (SGD's first momentum buffer
+    is the gradient itself), so a later backward adding into ``.grad`` cannot change it."""
+    return result.copy() if np.may_share_memory(result, grad) else result
 
 
 def _parameter_groups(params: Any) -> list[dict[str, Any]]:
@@ -144,7 +156,7 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         entries: list[Entry] = []
-        targets: list[tuple[Tensor, dict[str, Any], tuple[str, ...]]] = []
+        targets: list[tuple[Tensor, dict[str, Any], tuple[str, ...], np.ndarray]] = []
         for group in self.param_groups:
             names, options = self.state_names(group), self.options(group)
             for p in group["params"]:
@@ -156,17 +168,17 @@ class Optimizer:
                 scalars = {
                     k: np.asarray(v, dtype=p.dtype) for k, v in self.scalars(group, state).items()
                 }
-                grad = p.grad.detach() if isinstance(p.grad, Tensor) else np.asarray(p.grad)
+                grad = _current_values(p.grad)
                 arrays = {n: Tensor(state[n]) for n in names if n in state}
                 entries.append((p.detach(), grad, arrays, scalars, options))
-                targets.append((p, state, names))
+                targets.append((p, state, names, grad.numpy()))
         if entries:
             with no_grad():
                 results = iter(type(self).program(entries))
-            for p, state, names in targets:
-                p.replace_values(next(results).numpy())
+            for p, state, names, grad_values in targets:
+                p.replace_values(_not_aliasing(next(results).numpy(), grad_values))
                 for n in names:
-                    state[n] = next(results).numpy()
+                    state[n] = _not_aliasing(next(results).numpy(), grad_values)
         return loss
 
     # ------------------------------------------------------------ set by each algorithm
