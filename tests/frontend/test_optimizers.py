@@ -324,3 +324,26 @@ def test_state_never_shares_memory_with_grad() -> None:
     tc.sum(w * w).backward()  # no zero_grad: adds into the same array
     np.testing.assert_array_equal(optimizer.state[w]["momentum_buffer"], first)
     assert not np.may_share_memory(optimizer.state[w]["momentum_buffer"], w.grad)
+
+
+def test_always_compiled_runs_the_traced_program_when_nothing_records() -> None:
+    """What ``step()`` stands on: without gradients, a ``@tc.function(always_compiled=True)``
+    call runs the compiled program (no tape node); a plain ``@tc.function`` runs Python."""
+    executor = CompiledExecutor(cache_dir=False, background=False)
+    calls = []
+
+    def update(p: tc.Tensor, g: tc.Tensor) -> tc.Tensor:
+        calls.append(1)
+        return p - 0.5 * g
+
+    compiled_update, eager_update = tc.function(update, always_compiled=True), tc.function(update)
+    p, g = tc.tensor(np.ones(3)), np.full(3, 2.0)
+    with tc.use_executor(executor):
+        for _ in range(3):
+            out = compiled_update(p, g)
+            assert not out.requires_grad and out.is_leaf
+            np.testing.assert_array_equal(out.numpy(), [0.0, 0.0, 0.0])
+        assert len(calls) == 1  # traced once, then replayed
+        assert executor.stats.compiles == 1 and executor.stats.memory_hits == 2
+        eager_update(p, g)
+    assert len(calls) == 2 and executor.stats.compiles == 1
