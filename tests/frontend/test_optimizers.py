@@ -300,6 +300,12 @@ def test_bad_parameters_raise_type_errors() -> None:
         tc.optim.Adam([tc.tensor(np.ones(2, np.complex128), requires_grad=True)])
     with pytest.raises(TypeError, match="only optimize Tensors, got ndarray"):
         tc.optim.SGD([np.ones(2)])
+    optimizer = tc.optim.SGD([w], lr=0.1)
+    for wrong in (np.ones(2, np.float32), np.ones(3)):
+        w.grad = wrong
+        with pytest.raises(TypeError, match=r"a parameter of shape \(2,\) and dtype float64"):
+            optimizer.step()
+    np.testing.assert_array_equal(w.numpy(), [1.0, 1.0])
 
 
 def test_the_bias_corrections_are_pythons_floats() -> None:

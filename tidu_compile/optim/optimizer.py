@@ -169,6 +169,11 @@ class Optimizer:
                     k: np.asarray(v, dtype=p.dtype) for k, v in self.scalars(group, state).items()
                 }
                 grad = _current_values(p.grad)
+                if grad.shape != p.shape or grad.dtype != p.dtype:
+                    raise TypeError(
+                        f"optimizer: a parameter of shape {p.shape} and dtype {p.dtype} has "
+                        f"a .grad of shape {grad.shape} and dtype {grad.dtype}"
+                    )
                 arrays = {n: Tensor(state[n]) for n in names if n in state}
                 entries.append((p.detach(), grad, arrays, scalars, options))
                 targets.append((p, state, names, grad.numpy()))
