@@ -52,7 +52,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("compiler",),  # backward programs, stage table, pipeline, plans, caches
     ("executors", "universe"),  # reference and compiled executors; the xdsl-opt plugin
     ("composite_grad", "numpy"),  # value_and_grad of a @tc.function as one program; tnp
-    ("func", "autograd"),  # function transforms (torch.func's names); torch.autograd's
+    ("func", "autograd", "optim"),  # function transforms (torch.func's names); torch.autograd's
+    # names; torch.optim's optimizers
     ("",),  # the public names of tidu_compile
     ("tools",),  # the tidu-compile CLI, demo, examples, bench
 )

@@ -5,7 +5,11 @@ Everything in DESIGN.md's public contract is importable from here.
 
 from typing import Any
 
-from tidu_compile import autograd, func  # noqa: E402 - the transforms build on everything above
+from tidu_compile import (
+    autograd,  # torch.autograd's names (Function)
+    func,  # noqa: E402 - the transforms build on everything above
+    optim,  # torch.optim's optimizers, each step one compiled program
+)
 from tidu_compile.ad import (
     ADKey,
     ADRuleError,
@@ -35,11 +39,14 @@ from tidu_compile.frontend import (
     FUNCTIONS,
     Tensor,
     TracedValueError,
+    enable_grad,
     function,
     get_default_executor,
     grad,
+    is_grad_enabled,
     no_grad,
     set_default_executor,
+    set_grad_enabled,
     tensor,
     use_executor,
 )
@@ -87,12 +94,13 @@ __all__ = [
     "Primitive", "PrimitiveBuilder", "PrimitiveGraph", "PrimitiveValue", "ProducedDef",
     "RecordedGraph", "Recorder", "ReferenceExecutor", "ResolvedView", "Tensor", "Trace",
     "TracedValueError",
-    "ValueNode", "backward", "evaluate_graph", "function", "get_default_executor", "grad",
-    "func", "linear_transpose", "linear_transpose_with_builder", "linearize", "no_grad",
-    "resolve",
-    "set_default_executor", "tensor", "use_executor", *FUNCTIONS,
+    "ValueNode", "backward", "enable_grad", "evaluate_graph", "function",
+    "get_default_executor", "grad", "func", "is_grad_enabled", "linear_transpose",
+    "linear_transpose_with_builder", "linearize", "no_grad", "resolve",
+    "set_default_executor", "set_grad_enabled", "tensor", "use_executor", *FUNCTIONS,
 ]  # fmt: skip
 __all__ += ["autograd", "custom_jvp", "custom_vjp"]  # custom rules
+__all__ += ["optim"]  # torch.optim's optimizers (issue 22)
 
 
 def __getattr__(name: str) -> Any:

@@ -13,6 +13,16 @@ sorts the nodes reachable from an output, visits them in reverse and, per node, 
 
 then accumulates the input cotangents with ``add_operands``. The tape never looks at the
 operands themselves: a scalar primitive set with float operands works as well as numpy.
+
+Saved values carry a version, as PyTorch's do: a frontend that changes a value in place
+(``p -= lr * p.grad`` under ``no_grad``) calls ``note_change(holder)``, which gives the
+holder a ``_version`` from one process-wide count of changes. Every node keeps that count
+as of its recording (``Trace.stamp``) and the objects whose data it saved (``holders``,
+or its sources); reading its saved data or its edges after a holder changed raises
+``RuntimeError`` ("modified by an inplace operation", PyTorch's words) instead of
+computing with other values than were recorded. ``free_graph`` drops the saved data of
+the nodes a backward pass visited (PyTorch's default without ``retain_graph=True``); a
+later pass through them raises.
 """
 
 from __future__ import annotations
@@ -43,11 +53,14 @@ __all__ = [
     "EagerOutput",
     "KeySource",
     "CountingKeySource",
+    "CHANGES",
     "RecordedGraph",
     "Recorder",
     "TangentKey",
     "Trace",
     "backward",
+    "free_graph",
+    "note_change",
     "upstream_nodes",
 ]
 
@@ -242,7 +255,7 @@ class Trace:
 
     __slots__ = (
         "graph", "_inputs", "needed_inputs", "_output_keys", "_saved", "_source0", "_source1",
-        "_output", "upstream", "__weakref__",
+        "_output", "upstream", "stamp", "holders", "__weakref__",
     )  # fmt: skip
 
     def __init__(
@@ -256,7 +269,7 @@ class Trace:
         self._inputs: tuple[_Edge, ...] | None = inputs
         #: The output keys, or (``fast_ops``) the ``KeySource`` to draw the one key from.
         self._output_keys: tuple[ValueKey, ...] | KeySource = tuple(output_keys)
-        self._saved: dict[ValueKey, Any] | None = saved_values
+        self._saved: Any = saved_values  # a dict, None (``fast_ops``: built later) or _FREED
         self._source0: Any = None
         self._source1: Any = None
         self._output: Any = None  # not None: recorded by ``fast_ops``
@@ -266,6 +279,11 @@ class Trace:
         #: The nodes this one depends on, consumers first (``backward``'s visiting order
         #: after this node), computed on the first backward from it: the tape is immutable.
         self.upstream: tuple[Trace, ...] | None = None
+        #: ``CHANGES[0]`` when the node was recorded (``fast_ops`` sets it too).
+        self.stamp: int = CHANGES[0]
+        #: The objects (with a ``_version``) whose data the node saved, set by the
+        #: frontend; None: none to check (a ``fast_ops`` node checks its sources).
+        self.holders: tuple[Any, ...] | None = None
 
     @property
     def output_keys(self) -> tuple[ValueKey, ...]:
@@ -284,6 +302,8 @@ class Trace:
         """One edge per graph input: its tape key, producing node, ``requires_grad``."""
         edges = self._inputs
         if edges is None:  # recorded with its sources (``fast_ops``): build them once
+            if self.stamp != CHANGES[0]:
+                self._check_unchanged()
             edges = self._inputs = tuple(
                 _Edge(s._key, s._trace, s._requires_grad) for s in self._sources()
             )
@@ -299,13 +319,45 @@ class Trace:
     def saved_values(self) -> dict[ValueKey, Any]:
         """The saved data by the recorded graph's keys (inputs, outputs, retained)."""
         saved = self._saved
-        if saved is None:  # recorded with its sources (``fast_ops``): build it once
+        if type(saved) is not dict:
+            if saved is _FREED:
+                raise RuntimeError(
+                    f"{self.graph!r}: trying to backward through the graph a second time "
+                    "(its saved values were freed by the first backward pass); pass "
+                    "retain_graph=True to the first backward() to keep them"
+                )
+            # recorded with its sources (``fast_ops``): build it once
+            if self.stamp != CHANGES[0]:
+                self._check_unchanged()
             graph = self.graph
             values = [*(s._data for s in self._sources()), self._output]
             saved = self._saved = dict(
                 zip((*graph.input_value_keys, *graph.output_keys), values, strict=True)
             )
+        if self.stamp != CHANGES[0]:  # something changed in place since the recording
+            self._check_unchanged()
         return saved
+
+    def _check_unchanged(self) -> None:
+        """``RuntimeError`` when a value the node saved changed after it was recorded."""
+        holders = self._sources() if self._output is not None else self.holders
+        for position, holder in enumerate(holders or ()):
+            version = getattr(holder, "_version", 0)
+            if version > self.stamp:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been "
+                    f"modified by an inplace operation: input {position} of {self.graph!r}, "
+                    f"saved for this backward pass, is at version {version}, the node was "
+                    f"recorded at {self.stamp} (PyTorch's error); record the computation "
+                    "again after the update, or update out of place (p = p - lr * g)"
+                )
+
+    def free(self) -> None:
+        """Drop the saved data (its edges stay, built first): a later read raises."""
+        self.inputs  # noqa: B018 - built from the sources before they are dropped
+        self._saved = _FREED
+        self._source0 = self._source1 = self._output = None
+        self.holders = None
 
     def __repr__(self) -> str:
         return f"Trace({self.graph!r})"
@@ -314,6 +366,29 @@ class Trace:
 #: Held while a node's key is drawn (renewed after ``fork``: a thread of the parent may
 #: have held it).
 _KEY_LOCK = forksafe.Lock()
+
+#: ``Trace._saved`` of a node whose saved data a backward pass freed.
+_FREED = object()
+
+#: ``[n]``: how many values have changed in place so far (``note_change``); a node's
+#: ``stamp`` is this count as of its recording.
+CHANGES = [0]
+_CHANGES_LOCK = forksafe.Lock()
+
+
+def note_change(holder: Any) -> None:
+    """Record that ``holder``'s value changed in place: its ``_version`` becomes the new
+    count of changes, so the nodes recorded before (a lower ``stamp``) that saved its data
+    refuse to be used."""
+    with _CHANGES_LOCK:
+        CHANGES[0] += 1
+        holder._version = CHANGES[0]
+
+
+def free_graph(output_trace: Trace) -> None:
+    """Free the saved data of ``output_trace`` and of every node it depends on."""
+    for node in _visiting_order(output_trace):
+        node.free()
 
 
 class Recorder:

@@ -97,24 +97,30 @@ def test_iteration_gives_rows_that_keep_their_gradient() -> None:
         iter(tc.tensor(1.0))
 
 
-def test_requires_grad_is_read_only() -> None:
+def test_requires_grad_is_set_on_leaves_only() -> None:
     x = leaf([1.0])
-    with pytest.raises(AttributeError, match="read-only.*detach"):
-        x.requires_grad = False
+    x.requires_grad = False  # a leaf: as PyTorch's requires_grad_(False)
+    assert not x.requires_grad and x.is_leaf
+    x.requires_grad = True
+    y = x * 2.0
+    with pytest.raises(RuntimeError, match="leaf tensors.*detach"):
+        y.requires_grad = False
     assert x.requires_grad and not x.detach().requires_grad
 
 
 # ------------------------------------------------------------------ methods
 
 
-def test_astype_is_recorded_and_copy_is_the_tensor_itself() -> None:
+def test_astype_is_recorded_and_copy_is_a_recorded_clone() -> None:
     x = leaf([1.0, 2.0], np.float32)
     y = x.astype(np.float64)
     assert y.dtype == np.float64 and y.requires_grad
     g = tc.grad(tc.sum(y * y), [x])[0]
     assert g.dtype == np.float32
     np.testing.assert_allclose(g, [2.0, 4.0])
-    assert x.copy() is x
+    c = x.copy()
+    assert c is not x and not c.is_leaf and c.requires_grad
+    np.testing.assert_allclose(tc.grad(tc.sum(c * 3.0), [x])[0], [3.0, 3.0])
     np.testing.assert_array_equal((x > 1.5).astype(np.float32).numpy(), [0.0, 1.0])
 
 

@@ -105,7 +105,7 @@ def trial_seed(rng: np.random.Generator, node: Node, ex: CompiledExecutor) -> No
             valid = False
         if valid and api == 2:
             with tc.use_executor(ex):
-                y.backward(bad)
+                y.backward(bad, retain_graph=True)  # the expected grad below reads it again
             got = leaf.grad
         elif valid:
             got = tc.grad(y, [leaf], seed=bad, executor=ex)[0]

@@ -23,9 +23,12 @@ from tidu_compile.frontend.composite_function import function
 from tidu_compile.frontend.elementwise import compare
 from tidu_compile.frontend.namespace import FUNCTIONS
 from tidu_compile.frontend.state import (
+    enable_grad,
     get_default_executor,
+    is_grad_enabled,
     no_grad,
     set_default_executor,
+    set_grad_enabled,
     use_executor,
 )
 from tidu_compile.frontend.tensor import Tensor, TracedValueError, tensor
@@ -35,6 +38,6 @@ globals().update(FUNCTIONS)
 
 __all__ = [
     "FUNCTIONS", "Tensor", "TracedValueError", "compare", "tensor", "function", "grad", "no_grad",
-    "get_default_executor",
+    "enable_grad", "get_default_executor", "is_grad_enabled", "set_grad_enabled",
     "set_default_executor", "use_executor", *FUNCTIONS,
 ]  # fmt: skip

@@ -1,4 +1,11 @@
-"""``grad`` and the shared backward driver of the frontend."""
+"""``grad``, ``Tensor.backward`` and the shared backward driver of the frontend.
+
+``Tensor.backward(gradient=None, retain_graph=None, create_graph=False, inputs=None)`` is
+PyTorch's: it adds ``d self / d leaf`` into ``leaf.grad`` in place (a ``Grad``: a numpy
+array with ``zero_()``; a reference held before sees the sum) and, unless
+``retain_graph`` (default: ``create_graph``), frees the saved data of the nodes it
+visited, so a second pass through them raises. ``tc.grad`` keeps them by default.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +14,32 @@ from typing import Any
 
 import numpy as np
 
-from tidu_compile.eager import BackwardExecutor, backward
+from tidu_compile.eager import BackwardExecutor, backward, free_graph
 from tidu_compile.frontend.higher_order import backward_recorded
+from tidu_compile.frontend.namespace import FUNCTIONS
 from tidu_compile.frontend.state import get_default_executor
-from tidu_compile.frontend.tensor import Tensor
+from tidu_compile.frontend.tensor import LEAVES, RETAINS_GRAD, Tensor
 from tidu_compile.graph import ValueKey
 from tidu_compile.ownership import exclusive_owner
 
-__all__ = ["grad", "run_backward", "user_array"]
+__all__ = ["Grad", "grad", "run_backward", "tensor_backward", "user_array"]
+
+
+class Grad(np.ndarray):
+    """``Tensor.grad``: a numpy array with PyTorch's ``zero_()`` (zeros it in place).
+
+    Arithmetic on it gives plain numpy arrays (``lr * p.grad``); slices are ``Grad``
+    views (``p.grad[0].zero_()`` zeros a row).
+    """
+
+    def zero_(self) -> Grad:
+        """Set every element to 0, in place; returns the array."""
+        self.fill(0)
+        return self
+
+    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False) -> Any:
+        result = super().__array_wrap__(array, context, return_scalar)
+        return result.view(np.ndarray) if type(result) is Grad else result
 
 
 def _seed_for(output: Tensor, seed: Any) -> np.ndarray:
@@ -53,15 +78,90 @@ def user_array(cotangent: Any, dtype: np.dtype, taken: set[int]) -> np.ndarray:
 
 
 def run_backward(
-    output: Tensor, seed: Any, executor: BackwardExecutor | None
+    output: Tensor, seed: Any, executor: BackwardExecutor | None, retain_graph: bool = True
 ) -> dict[ValueKey, Any]:
-    """Cotangents of every tape value reached from ``output``, by tape key."""
+    """Cotangents of every tape value reached from ``output``, by tape key; without
+    ``retain_graph`` the visited nodes' saved data are freed afterwards."""
     if not isinstance(output, Tensor):
         raise TypeError(f"output: expected a Tensor, got {type(output).__name__}")
     if not output.requires_grad:
         raise ValueError("output: does not require gradients (no input requires grad)")
     executor = executor if executor is not None else get_default_executor()
-    return backward(output._key, output._trace, _seed_for(output, seed), executor)
+    cotangents = backward(output._key, output._trace, _seed_for(output, seed), executor)
+    if not retain_graph and output._trace is not None:
+        free_graph(output._trace)
+    return cotangents
+
+
+def _add_into_grad(tensor: Tensor, ct: Any, taken: set[int]) -> None:
+    """``tensor.grad += ct``: in place when ``.grad`` is a writable array of the tensor's
+    shape and dtype (a reference held before sees the sum), else a new ``Grad``; a
+    recorded sum when either is a ``Tensor`` (``create_graph=True``)."""
+    current = tensor.grad
+    if isinstance(ct, Tensor) or isinstance(current, Tensor):
+        tensor.grad = ct if current is None else FUNCTIONS["add"](current, ct)
+        return
+    if current is None:
+        tensor.grad = user_array(ct, tensor.dtype, taken).view(Grad)
+    elif (
+        isinstance(current, np.ndarray)
+        and current.flags.writeable
+        and current.shape == tensor.shape
+        and current.dtype == tensor.dtype
+    ):
+        np.add(current, ct, out=current)
+    else:
+        tensor.grad = (np.asarray(current) + np.asarray(ct, dtype=tensor.dtype)).view(Grad)
+
+
+def tensor_backward(
+    self: Tensor,
+    gradient: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Tensor | Sequence[Tensor] | None = None,
+    *,
+    seed: Any = None,
+) -> None:
+    """Add ``d self / d t`` into ``t.grad`` for every leaf ``t`` that requires gradients
+    (and every tensor that called ``retain_grad()``), or for ``inputs`` only, as PyTorch's
+    ``backward``. ``gradient`` (or ``seed``) is the cotangent of ``self`` (implied 1 for a
+    real scalar); ``retain_graph`` (default ``create_graph``) keeps the saved values for
+    another pass; ``create_graph=True`` makes the gradients ``Tensor``s recorded on the
+    tape (differentiable again)."""
+    if gradient is not None and seed is not None:
+        raise TypeError("backward: pass the cotangent as gradient= or seed=, not both")
+    seed = gradient if gradient is not None else seed
+    retain = create_graph if retain_graph is None else bool(retain_graph)
+    chosen = _chosen_inputs(inputs)
+    if create_graph:
+        cotangents = _recorded_cotangents(self, seed, None)
+    else:
+        cotangents = run_backward(self, seed, None, retain)
+    taken: set[int] = set()
+    if chosen is not None:
+        targets = [(t, cotangents.get(t._key)) for t in chosen]
+    else:
+        targets = [(leaf, ct) for key, ct in cotangents.items()
+                   if (leaf := LEAVES.get(key)) is not None]  # fmt: skip
+        targets += [(t, cotangents.get(t._key)) for t in list(RETAINS_GRAD)
+                    if t._requires_grad and LEAVES.get(t._key) is not t]  # fmt: skip
+    for tensor, ct in targets:
+        if ct is not None and not (tensor is self and self._trace is not None):
+            _add_into_grad(tensor, ct, taken)
+
+
+def _chosen_inputs(inputs: Tensor | Sequence[Tensor] | None) -> list[Tensor] | None:
+    """``backward``'s ``inputs``, checked: the tensors to fill ``.grad`` of (None: all)."""
+    if inputs is None:
+        return None
+    chosen = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    for i, t in enumerate(chosen):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward: inputs[{i}] is a {type(t).__name__}, expected a Tensor")
+        if not t.requires_grad:
+            raise ValueError(f"backward: inputs[{i}] does not require gradients")
+    return chosen
 
 
 def grad(
@@ -70,11 +170,16 @@ def grad(
     seed: Any = None,
     executor: BackwardExecutor | None = None,
     create_graph: bool = False,
+    retain_graph: bool | None = None,
+    allow_unused: bool = True,
 ) -> list[Any]:
     """Gradients of ``output`` with respect to ``inputs`` (vector-Jacobian product with ``seed``).
 
     Returns one numpy array per input, with that input's dtype, or None for an input
-    with no path to ``output``. Inputs may be intermediate tensors.
+    with no path to ``output`` (with ``allow_unused=False`` such an input is a
+    ``ValueError``, as PyTorch's default). Inputs may be intermediate tensors. The saved
+    values stay for further passes unless ``retain_graph=False`` (PyTorch frees them by
+    default; here the default is to keep them).
 
     With ``create_graph=True`` the gradients are ``Tensor``s recorded on the tape (each
     backward node is recorded as a node of its own, and still runs compiled), so they can
@@ -91,20 +196,30 @@ def grad(
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs[{i}]: expected a Tensor, got {type(t).__name__}")
     if create_graph:
-        return _recorded_gradients(output, inputs, seed, executor)
-    cotangents = run_backward(output, seed, executor)
-    result: list[np.ndarray | None] = []
-    taken: set[int] = set()
-    for t in inputs:
-        ct = cotangents.get(t._key) if t.requires_grad else None
-        result.append(None if ct is None else user_array(ct, t.dtype, taken))
-    return result
+        gradients: list[Any] = _recorded_gradients(output, inputs, seed, executor)
+    else:
+        retain = True if retain_graph is None else bool(retain_graph)
+        cotangents = run_backward(output, seed, executor, retain)
+        gradients = []
+        taken: set[int] = set()
+        for t in inputs:
+            ct = cotangents.get(t._key) if t.requires_grad else None
+            gradients.append(None if ct is None else user_array(ct, t.dtype, taken))
+    if not allow_unused:
+        for i, g in enumerate(gradients):
+            if g is None:
+                raise ValueError(
+                    f"inputs[{i}]: the output does not depend on it (it was not used in "
+                    "the recorded computation, or does not require gradients); pass "
+                    "allow_unused=True to get None for it"
+                )
+    return gradients
 
 
-def _recorded_gradients(
-    output: Tensor, inputs: Sequence[Tensor], seed: Any, executor: BackwardExecutor | None
-) -> list[Tensor | None]:
-    """``grad`` with ``create_graph=True``: tensors recorded on the tape."""
+def _recorded_cotangents(
+    output: Tensor, seed: Any, executor: BackwardExecutor | None
+) -> dict[ValueKey, Tensor]:
+    """The cotangents (tensors recorded on the tape) of every value reached from ``output``."""
     if not isinstance(output, Tensor):
         raise TypeError(f"output: expected a Tensor, got {type(output).__name__}")
     if not output.requires_grad:
@@ -115,5 +230,12 @@ def _recorded_gradients(
     else:
         seed_tensor = Tensor(_seed_for(output, seed))
     executor = executor if executor is not None else get_default_executor()
-    cotangents = backward_recorded([(output, seed_tensor)], executor)
+    return backward_recorded([(output, seed_tensor)], executor)
+
+
+def _recorded_gradients(
+    output: Tensor, inputs: Sequence[Tensor], seed: Any, executor: BackwardExecutor | None
+) -> list[Tensor | None]:
+    """``grad`` with ``create_graph=True``: tensors recorded on the tape."""
+    cotangents = _recorded_cotangents(output, seed, executor)
     return [cotangents.get(t._key) if t.requires_grad else None for t in inputs]

@@ -109,6 +109,17 @@ class _Capture:
         """Whether ``tensor``'s value depends on the arguments (reading it is an error)."""
         return id(tensor) in self.traced
 
+    def is_produced(self, tensor: Tensor) -> bool:
+        """Whether ``tensor`` was computed by an op of the trace (not an argument or a
+        constant): such a tensor may change in place (``rebind``)."""
+        return self.ids.get(id(tensor)) in self.produced
+
+    def rebind(self, tensor: Tensor, result: Tensor) -> None:
+        """``tensor`` (changed in place) stands for ``result``'s value from now on."""
+        self.ids[id(tensor)] = self.local_id(result)
+        self.traced.add(id(tensor))
+        tensor._data = result._data
+
     def _bind(self, tensor: Tensor, local_id: int) -> None:
         self.ids[id(tensor)] = local_id
         self.keep_alive.append(tensor)
@@ -189,6 +200,8 @@ def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list
     # The outputs too, as for one-op nodes: ``backward`` checks a seed against them.
     retained.update(zip(traced.recorded.output_keys, outputs, strict=True))
     recorded = RECORDER.record_graph(traced.recorded, eager_inputs, outputs, retained)
+    if recorded and recorded[0].trace is not None:
+        recorded[0].trace.holders = tuple(arguments)
     return [  # integer and bool outputs carry no gradient
         Tensor(np.array(o, copy=False), r.requires_grad, r.key, r.trace)
         if np.asarray(o).dtype.kind in "fc" else Tensor(np.array(o, copy=True))
@@ -243,15 +256,19 @@ def _flatten(value: Any, leaves: list[Any]) -> Any:
     return ("P", _static_key(value))
 
 
-def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
+def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool = False) -> Any:
     """Decorator: record every call of ``fn`` as one tape node (see the module docstring).
 
     ``fn`` takes tensors and arrays (by position or keyword, possibly in lists, tuples
     and dicts) and hashable other arguments (part of the trace key), and returns a
     tensor or a tuple of tensors.
+
+    A call that records nothing (under ``no_grad``, or no argument requires gradients)
+    runs ``fn`` eagerly, unless ``always_compiled``: then it too runs the traced program
+    (its outputs are tensors without gradient), as ``tidu_compile.optim``'s steps do.
     """
     if fn is None:
-        return functools.partial(function, max_traces=max_traces)
+        return functools.partial(function, max_traces=max_traces, always_compiled=always_compiled)
     traces: OrderedDict[Hashable, _Traced] = OrderedDict()
     lock = forksafe.Lock()
 
@@ -259,11 +276,8 @@ def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         leaves: list[Any] = []
         key = _flatten((args, kwargs), leaves)
-        if (
-            not grad_enabled()
-            or not any(isinstance(a, Tensor) and a._requires_grad for a in leaves)
-            or current_capture()
-        ):
+        records = grad_enabled() and any(isinstance(a, Tensor) and a._requires_grad for a in leaves)
+        if current_capture() or not (records or always_compiled):
             return fn(*args, **kwargs)
         try:
             hash(key)
@@ -290,7 +304,10 @@ def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
                     traces.popitem(last=False)
         # The tracing call too: every call's values come from the same program.
         values = traced.forward([t._data for t in inputs] + traced.constants)
-        outputs = _record(traced, inputs, values)
+        if records:
+            outputs = _record(traced, inputs, values)
+        else:
+            outputs = [Tensor(np.asarray(values[i])) for i in traced.graph.outputs]
         return outputs[0] if traced.single_output else tuple(outputs)
 
     def trace_for(args: tuple[Any, ...]) -> tuple[_Traced, list[Any]] | None:

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
-from tidu_compile.eager import RecordedGraph, Trace
+from tidu_compile.eager import CHANGES, RecordedGraph, Trace
 from tidu_compile.frontend.state import RECORDER, SPECIAL_THREADS, THREAD_STATE
 from tidu_compile.frontend.tensor import CONSTANT_KEY, Tensor, recorded_graph_for
 from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
@@ -61,6 +61,8 @@ _new = object.__new__
 #: Read first: while no thread records other than by default (``state.SPECIAL_THREADS``),
 #: no thread-local read (``THREAD_STATE.capture``, ``.grad_enabled``) is needed.
 _special = SPECIAL_THREADS
+#: The count of in-place changes, a new node's ``stamp`` (``eager.note_change``).
+_changes = CHANGES
 _empty = np.empty
 _array = np.array
 _MAX_EXACT_INT = 1 << 53
@@ -128,6 +130,7 @@ def _recorded(
     trace._output = out
     trace.needed_inputs = needed
     trace.upstream = None
+    trace.stamp = _changes[0]
     tensor = _new(Tensor)
     tensor._data = out
     tensor._requires_grad = True
@@ -186,6 +189,7 @@ def fast_unary(op: type[TensorOp], general: Callable[[Any], Any]) -> Callable[[A
                 trace._output = out
                 trace.needed_inputs = None
                 trace.upstream = None
+                trace.stamp = _changes[0]
                 tensor = _new(Tensor)
                 tensor._data = out
                 tensor._requires_grad = True
@@ -250,6 +254,7 @@ def fast_binary(
                 trace._output = out
                 trace.needed_inputs = None if ra and rb else (ra, rb)
                 trace.upstream = None
+                trace.stamp = _changes[0]
                 tensor = _new(Tensor)
                 tensor._data = out
                 tensor._requires_grad = True

@@ -1,7 +1,9 @@
-"""Frontend state: the tape recorder, ``no_grad``, and executor selection (per thread)."""
+"""Frontend state: the tape recorder, gradient modes (``no_grad``, ``enable_grad``,
+``set_grad_enabled``, as PyTorch's), and executor selection (per thread)."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,10 +18,13 @@ __all__ = [
     "THREAD_STATE",
     "current_capture",
     "set_capture",
+    "enable_grad",
     "get_default_executor",
     "grad_enabled",
     "install_default_executor",
+    "is_grad_enabled",
     "no_grad",
+    "set_grad_enabled",
     "set_default_executor",
     "use_executor",
 ]
@@ -73,6 +78,11 @@ def grad_enabled() -> bool:
     return _state.grad_enabled
 
 
+def is_grad_enabled() -> bool:
+    """Whether operations are recorded on the tape in this thread (PyTorch's name)."""
+    return _state.grad_enabled
+
+
 def current_capture() -> Any:
     """The composite trace in progress in this thread (``frontend.composite_function``),
     or None."""
@@ -85,13 +95,56 @@ def set_capture(capture: Any) -> None:
 
 @contextmanager
 def no_grad() -> Iterator[None]:
-    """Within this block nothing is recorded on the tape (in this thread)."""
+    """Within this block nothing is recorded on the tape (in this thread); also a
+    decorator (``@tc.no_grad()``)."""
     previous = _state.grad_enabled
     _set_state(False, _state.capture)
     try:
         yield
     finally:
         _set_state(previous, _state.capture)
+
+
+@contextmanager
+def enable_grad() -> Iterator[None]:
+    """Within this block operations are recorded again, inside ``no_grad`` too."""
+    previous = _state.grad_enabled
+    _set_state(True, _state.capture)
+    try:
+        yield
+    finally:
+        _set_state(previous, _state.capture)
+
+
+class set_grad_enabled:  # noqa: N801 - PyTorch's name: a function and a context manager
+    """``set_grad_enabled(mode)`` sets recording on or off in this thread at once; as a
+    context manager (``with tc.set_grad_enabled(False):``) it restores the previous mode
+    at the end of the block, as PyTorch's; as a decorator (``@tc.set_grad_enabled(False)``)
+    it restores the mode at once and sets it around each call of the function."""
+
+    def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, (bool, int)):
+            raise TypeError(f"set_grad_enabled: mode must be a bool, got {type(mode).__name__}")
+        self.mode = bool(mode)
+        self.previous = _state.grad_enabled
+        _set_state(self.mode, _state.capture)
+
+    def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        _set_state(self.previous, _state.capture)
+        mode = self.mode
+
+        @functools.wraps(function)
+        def with_mode(*args: Any, **kwargs: Any) -> Any:
+            with set_grad_enabled(mode):
+                return function(*args, **kwargs)
+
+        return with_mode
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        _set_state(self.previous, _state.capture)
 
 
 def _check_executor(executor: object) -> BackwardExecutor:

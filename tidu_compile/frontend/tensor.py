@@ -21,14 +21,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tidu_compile.ad import Name
-from tidu_compile.eager import EagerInput, RecordedGraph, Trace
+from tidu_compile.eager import EagerInput, RecordedGraph, Trace, note_change
 from tidu_compile.frontend.state import RECORDER, current_capture, grad_enabled
 from tidu_compile.graph import Input, ValueKey
-from tidu_compile.ops import DIFFERENTIABLE_DTYPES, TensorOp, type_of
+from tidu_compile.ops import DIFFERENTIABLE_DTYPES, Scale, TensorOp, type_of
 
 __all__ = [
-    "CONSTANT_KEY", "LEAVES", "Tensor", "TracedValueError", "apply_op", "as_tensor",
-    "contains_tensor", "tensor",
+    "CONSTANT_KEY", "LEAVES", "RETAINS_GRAD", "Tensor", "TracedValueError", "apply_op",
+    "as_tensor", "contains_tensor", "tensor",
 ]  # fmt: skip
 
 #: The tape key of a constant tensor (one that records nothing).
@@ -36,6 +36,8 @@ CONSTANT_KEY: ValueKey = Input("constant")
 
 #: Leaf tensors that require gradients, by tape key (``Tensor.backward`` fills their .grad).
 LEAVES: weakref.WeakValueDictionary[ValueKey, Tensor] = weakref.WeakValueDictionary()
+#: Non-leaf tensors whose ``.grad`` ``Tensor.backward`` fills too (``retain_grad()``).
+RETAINS_GRAD: weakref.WeakSet[Tensor] = weakref.WeakSet()
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -53,12 +55,8 @@ class TracedValueError(TypeError):
     """
 
 
-def _refuse_requires_grad(self: Tensor, value: Any) -> None:
-    raise AttributeError(
-        "Tensor.requires_grad is read-only (changing it after recording would cut the "
-        "recorded path): use t.detach() for a tensor without gradient, or "
-        "tc.tensor(data, requires_grad=True) for a new leaf"
-    )
+def _set_requires_grad(self: Tensor, value: Any) -> None:
+    self.requires_grad_(value)
 
 
 class Tensor:
@@ -71,8 +69,13 @@ class Tensor:
     (``frontend.dispatch``); they never drop the gradient.
     """
 
-    __slots__ = ("_data", "_requires_grad", "grad", "_tape_key", "_trace", "__weakref__")
+    __slots__ = (
+        "_data", "_requires_grad", "grad", "_tape_key", "_trace", "_version", "_alias",
+        "__weakref__",
+    )  # fmt: skip
     __array_priority__ = 1000  # numpy defers to our reflected operators
+    _version: int  # slots left unset until first written (read with getattr and a default)
+    _alias: Tensor | None
 
     def __init__(
         self,
@@ -83,7 +86,8 @@ class Tensor:
     ) -> None:
         self._data = _readonly(data)
         self._requires_grad = requires_grad
-        self.grad: np.ndarray | None = None
+        #: A numpy array (``autograd.Grad``), or a ``Tensor`` after ``create_graph=True``.
+        self.grad: Any = None
         self._tape_key: ValueKey | None = key
         self._trace = trace
 
@@ -96,8 +100,84 @@ class Tensor:
             key = self._tape_key = self._trace.output_keys[0]  # type: ignore[union-attr]
         return key
 
-    #: Whether gradients flow to this tensor; read-only (see ``detach``).
-    requires_grad = property(operator.attrgetter("_requires_grad"), _refuse_requires_grad)
+    #: Whether gradients flow to this tensor; set it on leaves only (``requires_grad_``).
+    requires_grad = property(operator.attrgetter("_requires_grad"), _set_requires_grad)
+
+    # ------------------------------------------------------------ PyTorch's autograd state
+    # ``_version`` (unset: 0) counts in-place changes (``eager.note_change``); ``_alias``
+    # (unset: None) is the tensor a ``.data`` alias writes its in-place changes to.
+
+    @property
+    def is_leaf(self) -> bool:
+        """Whether the tensor was made by the user rather than by a recorded operation
+        (tensors that need no gradient are leaves too, as in PyTorch)."""
+        return self._trace is None
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Make this leaf require gradients (or stop requiring them), in place, as
+        PyTorch's; returns ``self``. A tensor computed by recorded operations keeps its
+        flag (``detach()`` gives one without gradient). Switching a leaf off after it was
+        recorded counts as a change: a backward through those records raises."""
+        flag = bool(requires_grad)
+        if self._trace is not None:
+            if flag:
+                return self
+            raise RuntimeError(
+                "requires_grad_: you can only change requires_grad of leaf tensors; "
+                "t.detach() is the value without gradient"
+            )
+        if flag == self._requires_grad:
+            return self
+        if flag:
+            if self._data.dtype.name not in DIFFERENTIABLE_DTYPES:
+                raise TypeError(
+                    f"requires_grad_: only float and complex tensors can require gradients, "
+                    f"this one is {self._data.dtype}"
+                )
+            if self._tape_key is CONSTANT_KEY:
+                (raw,) = RECORDER.fresh_input_keys(1)
+                self._tape_key = Input(raw)
+            LEAVES[self._key] = self
+        else:
+            LEAVES.pop(self._key, None)
+            note_change(self)
+        self._requires_grad = flag
+        return self
+
+    def retain_grad(self) -> None:
+        """Fill ``.grad`` of this non-leaf tensor too in ``backward()`` (PyTorch's)."""
+        if not self._requires_grad:
+            raise RuntimeError("retain_grad: the tensor does not require gradients")
+        if self._trace is not None:
+            RETAINS_GRAD.add(self)
+
+    @property
+    def data(self) -> Tensor:
+        """The values as a tensor without gradient whose in-place changes (``p.data.add_(...)``,
+        ``p.data -= ...``) change ``self``, as PyTorch's ``.data``; it does not follow later
+        changes of ``self``. ``p.data = values`` replaces the values of ``self``."""
+        alias = Tensor(self._data)
+        alias._alias = self
+        return alias
+
+    @data.setter
+    def data(self, values: Any) -> None:
+        array = values._data if isinstance(values, Tensor) else np.array(values, copy=True)
+        if self._requires_grad and array.dtype.name not in DIFFERENTIABLE_DTYPES:
+            raise TypeError(
+                f"data: a tensor that requires gradients needs float or complex values, "
+                f"got {array.dtype}"
+            )
+        self.replace_values(array)
+
+    def replace_values(self, array: np.ndarray) -> None:
+        """Give ``self`` the values ``array`` (which nothing may change afterwards) in
+        place: the tensor keeps its tape key and history, the arrays saved before keep
+        theirs, and nodes recorded before that saved ``self`` refuse to run backward."""
+        if array is self._data:
+            return
+        self._data = _readonly(array) if array.flags.writeable else array
+        note_change(self)
 
     # ------------------------------------------------------------ array protocol
     @property
@@ -250,20 +330,59 @@ class Tensor:
     argmin: ClassVar[Callable[..., Tensor]]
     all: ClassVar[Callable[..., Tensor]]
     any: ClassVar[Callable[..., Tensor]]
+    # PyTorch's spellings (``torch_methods``) and in-place changes (``inplace``)
+    unsqueeze: ClassVar[Callable[..., Tensor]]
+    permute: ClassVar[Callable[..., Tensor]]
+    view: ClassVar[Callable[..., Tensor]]
+    t: ClassVar[Callable[..., Tensor]]
+    clamp: ClassVar[Callable[..., Tensor]]
+    masked_fill: ClassVar[Callable[..., Tensor]]
+    pow: ClassVar[Callable[..., Tensor]]
+    dim: ClassVar[Callable[..., int]]
+    numel: ClassVar[Callable[..., int]]
+    float: ClassVar[Callable[..., Tensor]]
+    double: ClassVar[Callable[..., Tensor]]
+    contiguous: ClassVar[Callable[..., Tensor]]
+    exp: ClassVar[Callable[..., Tensor]]
+    log: ClassVar[Callable[..., Tensor]]
+    sqrt: ClassVar[Callable[..., Tensor]]
+    abs: ClassVar[Callable[..., Tensor]]
+    tanh: ClassVar[Callable[..., Tensor]]
+    __iadd__: ClassVar[Callable[..., Tensor]]  # type: ignore[misc]
+    __isub__: ClassVar[Callable[..., Tensor]]  # type: ignore[misc]
+    __imul__: ClassVar[Callable[..., Tensor]]  # type: ignore[misc]
+    __itruediv__: ClassVar[Callable[..., Tensor]]  # type: ignore[misc]
+    __ipow__: ClassVar[Callable[..., Tensor]]  # type: ignore[misc]
+    add_: ClassVar[Callable[..., Tensor]]
+    sub_: ClassVar[Callable[..., Tensor]]
+    mul_: ClassVar[Callable[..., Tensor]]
+    div_: ClassVar[Callable[..., Tensor]]
+    clamp_: ClassVar[Callable[..., Tensor]]
+    copy_: ClassVar[Callable[..., Tensor]]
+    fill_: ClassVar[Callable[..., Tensor]]
+    zero_: ClassVar[Callable[..., Tensor]]
+    masked_fill_: ClassVar[Callable[..., Tensor]]
 
     def __pos__(self) -> Tensor:
         return self
 
     def copy(self) -> Tensor:
-        """``self``: a tensor is immutable, so a copy would be indistinguishable (and
-        keeps the gradient path)."""
-        return self
+        """A tensor of the same values whose in-place changes leave ``self`` alone; the
+        gradient flows through it (``clone()``)."""
+        return self.clone()
+
+    def clone(self) -> Tensor:
+        """A copy that keeps the gradient path, as PyTorch's ``clone``: for a tensor that
+        requires gradients, a recorded identity (a new tape value, not a leaf)."""
+        if self._requires_grad or current_capture() is not None:
+            return apply_op(Scale(1.0), [self])[0]
+        return Tensor(self._data)  # the data is never written: sharing it is a copy
 
     def __setitem__(self, key: Any, value: Any) -> None:
         raise TypeError(
-            "Tensor does not support item assignment (tensors are immutable); "
-            "x.at[key].set(value) returns a new tensor with those elements replaced, "
-            "x.at[key].add(value) one with value added to them"
+            "Tensor does not support item assignment; x.at[key].set(value) returns a new "
+            "tensor with those elements replaced, x.at[key].add(value) one with value "
+            "added to them (x.copy_(x.at[key].set(value)) changes x in place)"
         )
 
 
@@ -352,6 +471,7 @@ def apply_op(op: TensorOp, inputs: Sequence[Tensor]) -> list[Tensor]:
     eager_inputs = [EagerInput(t._key, t._trace, t._requires_grad, t._data) for t in inputs]
     retained = dict(zip(graph.output_keys, outputs, strict=True))
     recorded = RECORDER.record_graph(graph, eager_inputs, outputs, retained)
+    recorded[0].trace.holders = tuple(inputs)  # type: ignore[union-attr]
     return [
         Tensor(o, r.requires_grad, r.key, r.trace) for o, r in zip(outputs, recorded, strict=True)
     ]

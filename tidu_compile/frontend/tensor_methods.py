@@ -13,7 +13,9 @@ implement them (as JAX's ``jax/_src/numpy/array_methods.py`` does for its arrays
   ``.mean()``, ``.reshape()``, ``.transpose()``: the frontend function of that name;
 * ``abs()``, ``**`` and the other methods named as ndarray's (``.max()``, ``.clip()``,
   ...): the function of their name in ``FUNCTIONS``, looked up when called (a function
-  added later works; a missing one raises ``AttributeError`` naming it).
+  added later works; a missing one raises ``AttributeError`` naming it);
+* PyTorch's spellings (``torch_methods``: ``unsqueeze``, ``view``, ``x.exp()``...) and
+  in-place changes (``inplace``: ``+=``, ``add_``, ``copy_``, ``zero_``...).
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ from tidu_compile.frontend import autograd, dispatch, fast_ops
 from tidu_compile.frontend.elementwise import compare, imag, real
 from tidu_compile.frontend.gather import advanced_index
 from tidu_compile.frontend.indexing import basic_index, is_basic_key, normalize_key, window
+from tidu_compile.frontend.inplace import INPLACE_METHODS
 from tidu_compile.frontend.linalg import matmul
 from tidu_compile.frontend.namespace import FUNCTIONS
 from tidu_compile.frontend.promotion import astype
 from tidu_compile.frontend.reductions import mean, sum
 from tidu_compile.frontend.shapes import reshape, transpose
-from tidu_compile.frontend.tensor import LEAVES, Tensor, as_tensor
+from tidu_compile.frontend.tensor import Tensor, as_tensor
+from tidu_compile.frontend.torch_methods import TORCH_METHODS, axis_argument
 from tidu_compile.frontend.updates import IndexUpdates
 
 __all__ = ["NAMED_METHODS", "function_named", "install"]
@@ -106,26 +110,20 @@ def _compare_or_not_implemented(direction: str) -> Callable[[Tensor, object], An
     return method
 
 
-def _backward(self: Tensor, seed: Any = None) -> None:
-    """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf requiring grad."""
-    cotangents = autograd.run_backward(self, seed, None)
-    taken: set[int] = set()
-    for key, ct in cotangents.items():
-        leaf = LEAVES.get(key)
-        if leaf is None or leaf is self and self._trace is not None:
-            continue
-        if leaf.grad is None:
-            leaf.grad = autograd.user_array(ct, leaf.dtype, taken)
-        else:
-            leaf.grad = leaf.grad + np.asarray(ct, dtype=leaf.dtype)
+def _sum(
+    self: Tensor, axis: Any = None, keepdims: Any = False, *, dim: Any = None,
+    keepdim: Any = None,
+) -> Tensor:
+    """``sum(self, axis, keepdims)``; PyTorch's ``dim=``/``keepdim=`` too."""
+    return sum(self, *axis_argument("sum", axis, dim, keepdims, keepdim))
 
 
-def _sum(self: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    return sum(self, axis, keepdims)
-
-
-def _mean(self: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    return mean(self, axis, keepdims)
+def _mean(
+    self: Tensor, axis: Any = None, keepdims: Any = False, *, dim: Any = None,
+    keepdim: Any = None,
+) -> Tensor:
+    """``mean(self, axis, keepdims)``; PyTorch's ``dim=``/``keepdim=`` too."""
+    return mean(self, *axis_argument("mean", axis, dim, keepdims, keepdim))
 
 
 def _reshape(self: Tensor, *shape: Any) -> Tensor:
@@ -173,7 +171,7 @@ def _methods() -> dict[str, Any]:
         dispatch.dispatch_ufunc(ufunc, method, inputs, kwargs))  # fmt: skip
     methods["__array_function__"] = lambda self, func, types, args, kwargs: (
         dispatch.dispatch_function(func, types, args, kwargs))  # fmt: skip
-    methods["backward"] = _backward
+    methods["backward"] = autograd.tensor_backward
     methods["T"] = property(lambda self: transpose(self))
     methods["real"] = property(real)
     methods["imag"] = property(imag)
@@ -181,6 +179,8 @@ def _methods() -> dict[str, Any]:
     methods.update(astype=_astype, sum=_sum, mean=_mean, reshape=_reshape, transpose=_transpose)
     for name, function in NAMED_METHODS.items():
         methods[name] = _named_method(name, function)
+    methods.update(TORCH_METHODS)
+    methods.update(INPLACE_METHODS)
     return methods
 
 
