@@ -166,6 +166,19 @@ class TensorOp(Primitive):
         elementwise op without one is checked against its ``numpy_fn``."""
         raise NotImplementedError(f"{type(self).__name__} has no oracle")
 
+    def batch_rule(
+        self, b: Any, inputs: list[int], dims: list[int | None]
+    ) -> tuple[list[int], list[int | None]]:
+        """The op on batched values (``vmap``): ``inputs`` are ids of the batched graph
+        ``b`` (an ``ops.batching.Batcher``), ``dims`` the batch axis of each (``None``:
+        the same for every example; some input is batched). Adds the batched op(s) to
+        ``b`` and returns the result ids with the batch axis of each. Families define it
+        once; ``ops.batching`` has the generic rules."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no batching rule: define batch_rule in its block "
+            "(or name a generic one of tidu_compile.ops.batching), README 'Adding an op'"
+        )
+
     # ---------------------------------------------------------------- checks
 
     def check_values(self, *values: Any) -> None:
