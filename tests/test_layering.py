@@ -52,6 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("compiler",),  # backward programs, stage table, pipeline, plans, caches
     ("executors", "universe"),  # reference and compiled executors; the xdsl-opt plugin
     ("composite_grad", "numpy", "batching"),  # value_and_grad of a @tc.function; tnp; vmap
+    ("batched_transforms",),  # vmap of func's transforms (their batching rules)
     ("func",),  # function transforms (torch.func's names)
     ("",),  # the public names of tidu_compile
     ("tools",),  # the tidu-compile CLI, demo, examples, bench

@@ -46,7 +46,7 @@ from tidu_compile.graph import Local
 from tidu_compile.ops import Constant, TensorOp, type_of
 from tidu_compile.ops.batching import Batcher, materialized, moved
 
-__all__ = ["BatchTrace", "axes_of_leaves", "flatten", "vmap"]
+__all__ = ["Axes", "BatchTrace", "axes_of_leaves", "batch_size", "flatten", "rebuild", "vmap"]
 
 Tree = Any
 Axes = int | None | tuple[Any, ...] | list[Any] | dict[Any, Any]
@@ -57,7 +57,8 @@ def flatten(tree: Tree) -> list[Any]:
     return list(leaves(tree))
 
 
-def _rebuild(tree: Tree, leaves: list[Any]) -> Tree:
+def rebuild(tree: Tree, leaves: list[Any]) -> Tree:
+    """``tree`` with its leaves replaced by ``leaves``, in order."""
     items = iter(leaves)
     return map_leaves(tree, lambda _: next(items))
 
@@ -180,6 +181,12 @@ def _data_of(value: Any) -> Any:
     return value._data if isinstance(value, Tensor) else value
 
 
+def batch_size(args: tuple[Any, ...], in_axes: Axes, axis_size: int | None) -> int:
+    """The size of the mapped axes of ``args`` (``ValueError`` when they differ)."""
+    axes_tree = tuple(in_axes) if isinstance(in_axes, list) else in_axes
+    return _batch_size(flatten(args), axes_of_leaves(axes_tree, args, "in_axes"), axis_size)
+
+
 def _batch_size(leaves: list[Any], axes: list[int | None], axis_size: int | None) -> int:
     sizes: dict[int, list[str]] = {}
     for n, (leaf, axis) in enumerate(zip(leaves, axes, strict=True)):
@@ -261,7 +268,7 @@ def vmap(
         previous = current_capture()
         set_capture(trace)
         try:
-            out = f(*_rebuild(args, tracers))
+            out = f(*rebuild(args, tracers))
         finally:
             set_capture(previous)
         out_leaves = flatten(out)
@@ -271,6 +278,6 @@ def vmap(
                                 "a Tensor")  # fmt: skip
         out_axes_of = axes_of_leaves(out_axes, out, "out_axes")
         ids = [trace.output(leaf, axis) for leaf, axis in zip(out_leaves, out_axes_of, strict=True)]
-        return _rebuild(out, _run(trace, ids))
+        return rebuild(out, _run(trace, ids))
 
     return batched

@@ -1,5 +1,5 @@
 """Function transforms, named as in ``torch.func``: ``grad``, ``value_and_grad``, ``vjp``,
-``jvp``, ``jacrev``, ``jacfwd``, ``hessian``.
+``jvp``, ``jacrev``, ``jacfwd``, ``hessian``, and ``vmap`` (``tidu_compile.batching``).
 
 They take and return ``Tensor``s (arguments may be nested lists, tuples and dicts of
 tensors, arrays or numbers: the gradients come back in the same structure) and nest to
@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
+from tidu_compile.batched_transforms import batched_jacobian, batched_value_and_grad
+from tidu_compile.batching import vmap
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.composite_grad import fused_value_and_grad
 from tidu_compile.eager import Trace
@@ -53,7 +55,7 @@ from tidu_compile.frontend.tensor import (
 from tidu_compile.graph import Input, ValueKey
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES
 
-__all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp"]
+__all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp", "vmap"]
 
 Tree = Any  # a Tensor (or array-like leaf), or a list, tuple or dict of trees
 
@@ -256,6 +258,9 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> C
         value, gradients = _released((out, trees), _inner_keys(variables))
         return value, gradients[0] if isinstance(argnums, int) else tuple(gradients)
 
+    transformed.vmap_rule = lambda *axes: batched_value_and_grad(  # type: ignore[attr-defined]
+        vjp, f, argnums, *axes
+    )
     return transformed
 
 
@@ -266,6 +271,9 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..
     def transformed(*args: Any) -> Tree:
         return value_and_gradient(*args)[1]
 
+    transformed.vmap_rule = lambda in_axes, out_axes, size: batched_value_and_grad(  # type: ignore[attr-defined]
+        vjp, f, argnums, in_axes, out_axes, size, value=False
+    )
     return transformed
 
 
@@ -404,6 +412,9 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[
         ), _inner_keys(variables))  # fmt: skip
         return jacobians[0] if isinstance(argnums, int) else jacobians
 
+    transformed.vmap_rule = lambda in_axes, out_axes, size: batched_jacobian(  # type: ignore[attr-defined]
+        vjp, jvp, f, argnums, in_axes, out_axes, size, forward=False
+    )
     return transformed
 
 
@@ -434,6 +445,9 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[
             ]))  # fmt: skip
         return jacobians[0] if isinstance(argnums, int) else tuple(jacobians)
 
+    transformed.vmap_rule = lambda in_axes, out_axes, size: batched_jacobian(  # type: ignore[attr-defined]
+        vjp, jvp, f, argnums, in_axes, out_axes, size, forward=True
+    )
     return transformed
 
 
