@@ -66,6 +66,9 @@ class Batcher:
         self.types: list[TensorType] = []
         #: The inputs of the graph in order: what each holds (``vmap`` fills them).
         self.input_data: list[Any] = []
+        #: ``(id, from, to)`` -> the id of that value with its batch axis moved (``None``
+        #: from: broadcast), so a value shared by several ops is moved once.
+        self.moves: dict[tuple[int, int | None, int], int] = {}
 
     def add_input(self, key: Any, t: TensorType, data: Any) -> int:
         local_id = self.builder.add_input(key)
@@ -112,19 +115,27 @@ def moved(b: Batcher, x: int, dim: int, to: int = 0) -> int:
     """``x`` with its batch axis ``dim`` moved to position ``to`` (a transpose)."""
     if dim == to:
         return x
+    found = b.moves.get((x, dim, to))
+    if found is not None:
+        return found
     axes = [a for a in range(b.type_of(x).ndim) if a != dim]
     axes.insert(to, dim)
-    return b.add1(_table_op("transpose")(tuple(axes)), [x])
+    b.moves[x, dim, to] = b.add1(_table_op("transpose")(tuple(axes)), [x])
+    return b.moves[x, dim, to]
 
 
 def materialized(b: Batcher, x: int, dim: int | None) -> int:
     """``x`` with its batch axis first; an unbatched ``x`` broadcast to ``(B, ...)``."""
     if dim is not None:
         return moved(b, x, dim)
+    found = b.moves.get((x, None, 0))
+    if found is not None:
+        return found
     shape = b.type_of(x).shape
     dimensions = tuple(range(1, len(shape) + 1))
     broadcast = _table_op("broadcast_in_dim")((b.size, *shape), dimensions, shape)
-    return b.add1(broadcast, [x])
+    b.moves[x, None, 0] = b.add1(broadcast, [x])
+    return b.moves[x, None, 0]
 
 
 def all_materialized(b: Batcher, inputs: Sequence[int], dims: Sequence[int | None]) -> list[int]:

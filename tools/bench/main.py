@@ -4,6 +4,7 @@
     tidu-compile bench --quick --workload W1 --no-peers --json out.json
     tidu-compile bench --kernels            # math functions and fused kernels, ns/element
     tidu-compile bench --hvp                # W1 Hessian-vector product against jax, torch
+    tidu-compile bench --per-example        # vmap(grad) of an MLP against jax, torch
     tidu-compile bench --train              # an MLP trained from a cold start, vs torch, jax
     tidu-compile bench --workload recording # us per recorded op against numpy, torch
     tidu-compile bench --workload step      # W1 n=1e7 step: numpy, @tc.function, jax.jit
@@ -92,6 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hvp", action="store_true",
                         help="instead: the W1 Hessian-vector product (n = 1e6) against "
                         "jax.jit and torch.func in the same process")
+    parser.add_argument("--per-example", action="store_true",
+                        help="instead: per-example gradients of a small MLP (batch 256, "
+                        "func.vmap(func.grad)) against jax.vmap(jax.grad) and torch.func")
     parser.add_argument("--train", action="store_true",
                         help="instead: an MLP trained 100 steps over batch sizes "
                         "256/200/128/64/33 from a cold cache, each framework in a fresh "
@@ -330,6 +334,10 @@ def command(args: argparse.Namespace) -> int:
         from tidu_compile.tools.bench.hvp import command as hvp_command
 
         return hvp_command(args)
+    if getattr(args, "per_example", False):
+        from tidu_compile.tools.bench.per_example import command as per_example_command
+
+        return per_example_command(args)
     if getattr(args, "train", False):
         from tidu_compile.tools.bench.train import command as train_command
 
