@@ -10,6 +10,7 @@ batchings as outputs of one graph. A missing rule fails naming the op.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +19,14 @@ from op_cases import CASES, Case, params
 import tidu_compile as tc
 from tidu_compile import Name, RecordedGraph, ops
 from tidu_compile.executors.compiled import CompiledExecutor
-from tidu_compile.ops.batching import Batcher, has_batch_rule, materialized
+from tidu_compile.ops.batching import (
+    Batcher,
+    BatchRuleResult,
+    batch_by_moving_axis,
+    batch_sequentially,
+    has_batch_rule,
+    materialized,
+)
 
 SIZE = 3
 
@@ -39,8 +47,14 @@ def _batchings(case: Case) -> Iterator[tuple[int | None, ...]]:
         yield tuple(len(a.shape) for a in case.args)
 
 
+def _own_rule(op: ops.TensorOp, b: Batcher, ids: list[int], dims: list[int | None]
+              ) -> BatchRuleResult:  # fmt: skip
+    return op.batch_rule(b, ids, dims)
+
+
 def _add_batching(
-    b: Batcher, case: Case, dims: tuple[int | None, ...], examples: list[list[np.ndarray]]
+    b: Batcher, case: Case, dims: tuple[int | None, ...], examples: list[list[np.ndarray]],
+    rule: Any = _own_rule,
 ) -> list[int]:
     """Inputs of ``case`` batched at ``dims`` into ``b``; the ids of the results with the
     batch axis first."""
@@ -53,7 +67,7 @@ def _add_batching(
         ids.append(b.add_input(Name(f"in{len(b.input_data)}"), ops.type_of(array), array))
     if all(d is None for d in dims):
         return b.add(case.op, ids)
-    outputs, out_dims = case.op.batch_rule(b, ids, list(dims))
+    outputs, out_dims = rule(case.op, b, ids, list(dims))
     return [materialized(b, o, d) for o, d in zip(outputs, out_dims, strict=True)]
 
 
@@ -70,13 +84,15 @@ def _examples(case: Case) -> list[list[np.ndarray]]:
     return [case.inputs(rng) for _ in range(SIZE)]
 
 
-def _graph(case: Case) -> tuple[RecordedGraph, list[np.ndarray], list[np.ndarray]]:
-    """One graph holding every batching of ``case``: its inputs and expected outputs."""
+def _graph(case: Case, rule: Any = _own_rule
+           ) -> tuple[RecordedGraph, list[np.ndarray], list[np.ndarray]]:  # fmt: skip
+    """One graph holding every batching of ``case`` (by the op's own ``rule`` unless
+    given): its inputs and expected outputs."""
     b, examples = Batcher(SIZE), _examples(case)
     outputs: list[int] = []
     expected: list[np.ndarray] = []
     for dims in _batchings(case):
-        outputs += _add_batching(b, case, dims, examples)
+        outputs += _add_batching(b, case, dims, examples, rule)
         expected += _expected(case, dims, examples)
     b.builder.set_outputs(outputs)
     # the inputs in order: the batched arguments, and the constants rules added (iotas)
@@ -120,3 +136,20 @@ def test_batched_op_compiles_with_no_fallback(case: Case, compiled: CompiledExec
     values = compiled.run_graph(recorded, inputs)
     _assert_equal([np.asarray(v) for v in values], expected, case)
     assert compiled.stats.fallbacks == before, case.id
+
+
+@pytest.mark.parametrize("case", params(_one_case_per_op()))
+def test_the_sequential_rule_batches_any_op(case: Case) -> None:
+    recorded, inputs, expected = _graph(case, batch_sequentially)
+    _assert_equal([np.asarray(v) for v in tc.ReferenceExecutor().run_graph(recorded, inputs)],
+                  expected, case)  # fmt: skip
+
+
+ELEMENTWISE = [c for c in _one_case_per_op() if isinstance(c.op, ops.Elementwise)]
+
+
+@pytest.mark.parametrize("case", params(ELEMENTWISE))
+def test_the_moving_axis_rule_batches_ops_without_shape_parameters(case: Case) -> None:
+    recorded, inputs, expected = _graph(case, batch_by_moving_axis)
+    _assert_equal([np.asarray(v) for v in tc.ReferenceExecutor().run_graph(recorded, inputs)],
+                  expected, case)  # fmt: skip
