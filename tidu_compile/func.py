@@ -39,7 +39,7 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.batched_transforms import batched_jacobian, batched_value_and_grad
-from tidu_compile.batching import vmap
+from tidu_compile.batching import BatchTrace, vmap
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.composite_grad import fused_value_and_grad
 from tidu_compile.eager import Trace
@@ -179,7 +179,13 @@ def _check_argnums(argnums: int | Sequence[int], count: int, name: str) -> tuple
 
 
 def _not_traced(name: str) -> None:
-    if current_capture() is not None:
+    capture = current_capture()
+    if isinstance(capture, BatchTrace):
+        raise TypeError(
+            f"tidu_compile.func.{name} cannot run inside the function vmap maps "
+            f"({capture.name}); pass the transform itself to vmap: vmap({name}(f), ...)"
+        )
+    if capture is not None:
         raise TypeError(
             f"tidu_compile.func.{name} cannot run inside a @tidu_compile.function trace; "
             "call it outside the traced function"
@@ -473,4 +479,13 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable
         numbers = _check_argnums(argnums, len(args), "hessian")
         return tuple(tuple(jacfwd(jacrev(f, i), j)(*args) for j in numbers) for i in numbers)
 
+    def vmap_rule(in_axes: Any, out_axes: Any, size: int | None) -> Callable[..., Any]:
+        def batched(*args: Any) -> Any:
+            numbers = _check_argnums(argnums, len(args), "hessian")
+            return tuple(tuple(vmap(jacfwd(jacrev(f, i), j), in_axes, out_axes, size)(*args)
+                               for j in numbers) for i in numbers)  # fmt: skip
+
+        return batched
+
+    transformed.vmap_rule = vmap_rule  # type: ignore[attr-defined]
     return transformed

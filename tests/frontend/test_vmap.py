@@ -126,6 +126,8 @@ def test_jacobians_and_hessian_per_example(executor: tc.BackwardExecutor) -> Non
     h = lambda x: tc.sum(tc.sin(x) * x)  # noqa: E731
     hessians = _stack(lambda x: func.hessian(h)(x).numpy(), X)
     np.testing.assert_allclose(func.vmap(func.hessian(h))(X).numpy(), hessians, rtol=1e-12)
+    blocks = func.vmap(func.hessian(lambda a, b: tc.sum(a * b * a), argnums=(0, 1)))(X, X)
+    np.testing.assert_allclose(blocks[0][1].numpy(), np.stack([np.diag(2 * x) for x in X]))
 
 
 def test_derivatives_of_a_vmap(executor: tc.BackwardExecutor) -> None:
@@ -183,6 +185,8 @@ def test_the_batched_program_is_one_compiled_node(tmp_path: Path) -> None:
         (lambda: func.vmap(lambda x: x * 1.0, in_axes=0)(3.0), ValueError, "out of range"),
         (lambda: func.vmap(lambda x: float(x))(X), tc.TracedValueError, "traced"),
         (lambda: func.vmap(func.grad(lambda x: x))(X), ValueError, "real scalar per example"),
+        (lambda: func.vmap(lambda x: func.grad(tc.sum)(x) * 2.0)(X), TypeError,
+         r"pass the transform itself to vmap"),
     ],
 )
 def test_errors_name_the_problem(call: Any, error: type[Exception], message: str) -> None:
