@@ -145,11 +145,13 @@ def test_the_sequential_rule_batches_any_op(case: Case) -> None:
                   expected, case)  # fmt: skip
 
 
-ELEMENTWISE = [c for c in _one_case_per_op() if isinstance(c.op, ops.Elementwise)]
+#: Ops that take leading batch axes: elementwise ones, and a reshape (its shape fields
+#: get the batch size in front).
+LEADING_AXES = [c for c in _one_case_per_op() if isinstance(c.op, (ops.Elementwise, ops.Reshape))]
 
 
-@pytest.mark.parametrize("case", params(ELEMENTWISE))
-def test_the_moving_axis_rule_batches_ops_without_shape_parameters(case: Case) -> None:
+@pytest.mark.parametrize("case", params(LEADING_AXES))
+def test_the_moving_axis_rule_batches_ops_that_take_leading_axes(case: Case) -> None:
     recorded, inputs, expected = _graph(case, batch_by_moving_axis)
     _assert_equal([np.asarray(v) for v in tc.ReferenceExecutor().run_graph(recorded, inputs)],
                   expected, case)  # fmt: skip

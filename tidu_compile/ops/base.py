@@ -4,7 +4,8 @@ Every op is a class decorated with ``@primitive`` (a frozen dataclass, registere
 ``OP_TABLE`` under its ``mnemonic``) subclassing ``TensorOp``, and defines, in one
 block of its family's module (``unary_math.py``, ``scan.py``, ...): ``input_count`` (and
 ``output_count`` if not 1), ``infer_types`` (output types from input types, raising a
-clear error on mismatch), ``evaluate`` (numpy), ``jvp_rule`` and ``transpose_rule``.
+clear error on mismatch), ``evaluate`` (numpy), ``jvp_rule``, ``transpose_rule`` and
+``batch_rule`` (``vmap``: usually its family's, or a generic one of ``ops.batching``).
 Rules build with primitives through the helpers below, so linear and transposed graphs
 are graphs of this same op set.
 

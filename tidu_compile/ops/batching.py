@@ -19,14 +19,15 @@ batched. Families get one rule on their base class (``Elementwise``, ``Reduction
 ``AlongAxis``); an op of no family writes its own or names one of the generic rules:
 
 * ``batch_elementwise``: the op maps equal shapes elementwise (all inputs one shape);
-* ``batch_by_moving_axis``: the op already accepts a leading batch axis unchanged (its
-  parameters hold no shapes): every input's batch axis moved to the front;
+* ``batch_by_moving_axis``: the op already accepts leading batch axes: every input's
+  batch axis moved to the front, the batch size put in front of its shape fields;
 * ``batch_sequentially``: any op, one example at a time (slice, apply, concatenate):
   correct for every op, a loop of ``B`` ops in the graph, for ops with no better rule.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ import numpy as np
 from tidu_compile.ad import Name
 from tidu_compile.graph import GraphBuilder, Primary
 from tidu_compile.ops.base import OP_TABLE, TensorOp, TensorType, type_of
+from tidu_compile.ops.ir_fields import shape_fields
 
 __all__ = [
     "BatchRuleResult",
@@ -162,9 +164,13 @@ def batch_elementwise(
 def batch_by_moving_axis(
     op: TensorOp, b: Batcher, inputs: list[int], dims: list[int | None]
 ) -> BatchRuleResult:
-    """For an op that takes leading batch axes as they are (its parameters hold no
-    shapes): every input's batch axis moved to the front, the op applied unchanged."""
-    outputs = b.add(op, all_materialized(b, inputs, dims))
+    """For an op that takes leading batch axes as they are: every input's batch axis
+    moved to the front, the op applied with the batch size put in front of its shape
+    fields (those declared ``shape_of_result()``/``shape_of_operand()``). Its other
+    parameters are kept: an axis parameter must count from the end (or be absent)."""
+    shapes = {name: (b.size, *getattr(op, name)) for name in shape_fields(type(op))}
+    batched = dataclasses.replace(op, **shapes) if shapes else op  # type: ignore[type-var]
+    outputs = b.add(batched, all_materialized(b, inputs, dims))
     return outputs, [0] * len(outputs)
 
 
