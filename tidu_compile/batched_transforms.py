@@ -26,9 +26,24 @@ from typing import Any
 
 import numpy as np
 
-from tidu_compile.batching import Axes, axes_of_leaves, batch_size, flatten, rebuild, vmap
+from tidu_compile.ad import Name
+from tidu_compile.batching import (
+    Axes,
+    BatchTrace,
+    axes_of_leaves,
+    batch_size,
+    flatten,
+    rebuild,
+    run_batched,
+    vmap,
+)
 from tidu_compile.frontend.namespace import FUNCTIONS
+from tidu_compile.frontend.state import current_capture, set_capture
 from tidu_compile.frontend.tensor import Tensor
+from tidu_compile.frontend.trees import map_leaves
+from tidu_compile.node_graphs import vjp_graph
+from tidu_compile.ops import Constant, type_of
+from tidu_compile.ops.batching import Batcher, batch_graph, materialized
 
 __all__ = ["batched_jacobian", "batched_value_and_grad"]
 
@@ -90,14 +105,87 @@ def _at_out_axes(result: Tree, out_axes: Axes) -> Tree:
                             for leaf, a in zip(leaves, axes, strict=True)])  # fmt: skip
 
 
+def _one_program(
+    f: Callable[..., Any], args: tuple[Any, ...], numbers: tuple[int, ...],
+    in_axes: Axes, axis_size: int | None, value: bool,
+) -> Tree:  # fmt: skip
+    """``vmap(value_and_grad(f))`` as ONE batched program, as JAX batches a gradient:
+    ``f`` traced on one example, the VJP graph of that trace (``node_graphs.vjp_graph``,
+    memoized by structure), and that graph batched (``ops.batching.batch_graph``):
+    the forward keeps the shared arguments unbatched (``x @ W`` stays one product)
+    and the backward gives every example's cotangents. Results batch-first."""
+    per_argument = list(in_axes) if isinstance(in_axes, (tuple, list)) else [in_axes] * len(args)
+    if len(per_argument) != len(args):
+        raise ValueError(f"vmap: in_axes has {len(per_argument)} entries for {len(args)} "
+                         "arguments")  # fmt: skip
+    size = batch_size(args, tuple(per_argument), axis_size)
+    args = tuple(map_leaves(arg, _as_array) if n in numbers else arg
+                 for n, arg in enumerate(args))  # fmt: skip
+    trace = BatchTrace(f"vmap of {getattr(f, '__qualname__', repr(f))}", size)
+    tracers = [[trace.tracer(leaf, a) for leaf, a in zip(
+        flatten(arg), axes_of_leaves(axes, arg, "in_axes"), strict=True)]
+        for arg, axes in zip(args, per_argument, strict=True)]  # fmt: skip
+    previous = current_capture()
+    set_capture(trace)
+    try:
+        out = f(*(rebuild(arg, leaves) for arg, leaves in zip(args, tracers, strict=True)))
+    finally:
+        set_capture(previous)
+    if not isinstance(out, Tensor) or out.shape != () or out.dtype.kind != "f":
+        got = getattr(out, "shape", type(out).__name__)
+        raise ValueError(f"vmap(grad(f)): f must return a real scalar per example, got {got}")
+    example = trace.example_graph([out])
+    positions = {local_id: i for i, local_id in enumerate(example.graph.inputs)}
+    wanted = [[positions[trace.example_ids[id(t)]] for t in tracers[n]] for n in numbers]
+    needed = [False] * len(trace.inputs)
+    for indices in wanted:
+        for i in indices:
+            if trace.inputs[i][0].dtype.kind in "fc":
+                needed[i] = True
+    node = vjp_graph(example, [0], needed)
+    b = Batcher(size)
+    refs = [(b.add_input(Name(f"in{i}"), type_of(_data(data)), data), dim)
+            for i, (data, dim) in enumerate(trace.inputs)]  # fmt: skip
+    seeds = [(b.add1(Constant(1.0, (), out.dtype.name), []), None)] if node.seeded else []
+    cotangents = batch_graph(b, node.recorded.graph, seeds + refs)
+    outputs = [materialized(b, *batch_graph(b, example.graph, refs)[0])] if value else []
+    for indices, arg_tracers in zip(wanted, (tracers[n] for n in numbers), strict=True):
+        for i, t in zip(indices, arg_tracers, strict=True):
+            result = node.results[i]
+            if result is None:  # no path from this leaf to the loss: zeros
+                zero = Constant(0.0, (size, *t.shape), t.dtype.name)
+                outputs.append(b.add1(zero, []))
+            else:
+                outputs.append(materialized(b, *cotangents[result]))
+    results = iter(run_batched(b, outputs))
+    value_out = next(results) if value else None
+    gradients = [rebuild(args[n], [next(results) for _ in tracers[n]]) for n in numbers]
+    return value_out, gradients
+
+
+def _data(value: Any) -> Any:
+    return value._data if isinstance(value, Tensor) else value
+
+
+def _as_array(leaf: Any) -> Any:
+    """A differentiated argument's leaf as a tensor or array (a number: a float array)."""
+    return leaf if isinstance(leaf, (Tensor, np.ndarray)) else np.array(leaf, dtype=float)
+
+
 def batched_value_and_grad(
     vjp: Callable[..., Any], f: Callable[..., Any], argnums: int | Sequence[int],
     in_axes: Axes, out_axes: Axes, axis_size: int | None, value: bool = True,
 ) -> Callable[..., Any]:  # fmt: skip
-    """``vmap(value_and_grad(f, argnums))`` (``value=False``: ``vmap(grad(...))``)."""
+    """``vmap(value_and_grad(f, argnums))`` (``value=False``: ``vmap(grad(...))``): one
+    batched program (``_one_program``) for a plain ``f``; for an ``f`` that is itself
+    a transform (``vmap(grad(grad(g)))``), the VJP of ``vmap(f)`` seeded with ones."""
 
     def batched(*args: Any) -> Any:
         numbers = _numbers(argnums, len(args))
+        if getattr(f, "vmap_rule", None) is None:
+            out, gradients = _one_program(f, args, numbers, in_axes, axis_size, value)
+            gradient = gradients[0] if isinstance(argnums, int) else tuple(gradients)
+            return _at_out_axes((out, gradient) if value else gradient, out_axes)
         size, differentiated, batched_f = _batched(f, args, numbers, in_axes, axis_size)
         out, vjp_fn = vjp(batched_f, *differentiated)
         if not isinstance(out, Tensor) or out.shape != (size,) or out.dtype.kind != "f":

@@ -42,11 +42,14 @@ from tidu_compile.eager import RecordedGraph
 from tidu_compile.frontend.state import current_capture, get_default_executor, set_capture
 from tidu_compile.frontend.tensor import Tensor, apply_op, eager_input, record_node
 from tidu_compile.frontend.trees import leaves, map_leaves
-from tidu_compile.graph import Local
+from tidu_compile.graph import GraphBuilder, Local, Primary
 from tidu_compile.ops import Constant, TensorOp, type_of
-from tidu_compile.ops.batching import Batcher, materialized, moved
+from tidu_compile.ops.batching import Batcher, batch_op, materialized, moved
 
-__all__ = ["Axes", "BatchTrace", "axes_of_leaves", "batch_size", "flatten", "rebuild", "vmap"]
+__all__ = [
+    "Axes", "BatchTrace", "axes_of_leaves", "batch_size", "flatten", "rebuild", "run_batched",
+    "vmap",
+]  # fmt: skip
 
 Tree = Any
 Axes = int | None | tuple[Any, ...] | list[Any] | dict[Any, Any]
@@ -108,6 +111,12 @@ class BatchTrace:
         self.batcher = Batcher(size)
         self.ids: dict[int, tuple[int, int | None]] = {}
         self.keep_alive: list[Any] = []
+        #: The same trace on one example (unbatched), for the transforms' rules
+        #: (``batched_transforms``: the VJP graph of one example, then batched).
+        self.example = GraphBuilder()
+        self.example_ids: dict[int, int] = {}
+        #: Each graph input's data and batch axis, in order.
+        self.inputs: list[tuple[Any, int | None]] = []
 
     def is_traced(self, tensor: Tensor) -> bool:
         return id(tensor) in self.ids
@@ -116,11 +125,34 @@ class BatchTrace:
         """``tensor`` (a tracer) stands for graph input ``data`` batched at ``dim``."""
         key = Name(f"in{len(self.batcher.input_data)}")
         local_id = self.batcher.add_input(key, type_of(_data_of(data)), data)
-        self._bind(tensor, local_id, dim)
+        self.inputs.append((data, dim))
+        self._bind(tensor, local_id, dim, self.example.add_input(key))
 
-    def _bind(self, tensor: Tensor, local_id: int, dim: int | None) -> None:
+    def _bind(self, tensor: Tensor, local_id: int, dim: int | None, example_id: int) -> None:
         self.ids[id(tensor)] = (local_id, dim)
+        self.example_ids[id(tensor)] = example_id
         self.keep_alive.append(tensor)
+
+    def tracer(self, leaf: Any, axis: int | None) -> Any:
+        """What ``f`` sees for one argument leaf: a tracer of one example (the first), or,
+        unmapped, the leaf's tracer; a non-array leaf (a number) unmapped is itself."""
+        if axis is None and not isinstance(leaf, (Tensor, np.ndarray)):
+            return leaf
+        data = np.asarray(_data_of(leaf))
+        if axis is not None and data.dtype == object:
+            raise TypeError(f"vmap: a mapped argument must be an array, got {type(leaf).__name__}")
+        example = data if axis is None else np.take(data, 0, axis=axis % data.ndim)
+        tracer = Tensor(np.array(example, copy=True))
+        source = leaf if isinstance(leaf, Tensor) else Tensor(np.array(data, copy=True))
+        self.bind_input(tracer, source, None if axis is None else axis % data.ndim)
+        return tracer
+
+    def example_graph(self, outputs: list[Tensor]) -> RecordedGraph:
+        """The trace on one example, with ``outputs`` (tensors of the trace)."""
+        for tensor in outputs:
+            self.value(tensor)
+        self.example.set_outputs([self.example_ids[id(t)] for t in outputs])
+        return RecordedGraph.from_graph(self.example.build())
 
     def value(self, tensor: Tensor) -> tuple[int, int | None]:
         """``tensor``'s id and batch axis; a tensor from outside (a closed-over value)
@@ -130,22 +162,24 @@ class BatchTrace:
             return found
         splat = None if tensor._requires_grad else _splat(tensor._data)
         if splat is not None:
-            self._bind(tensor, self.batcher.add1(splat, []), None)
+            (example_id,) = self.example.add_operation(splat, [], Primary())
+            self._bind(tensor, self.batcher.add1(splat, []), None, example_id)
         else:
             self.bind_input(tensor, tensor, None)
         return self.ids[id(tensor)]
 
     def apply(self, op: TensorOp, inputs: list[Tensor], outputs: list[np.ndarray]) -> list[Tensor]:
         ids, dims = zip(*(self.value(t) for t in inputs), strict=True) if inputs else ((), ())
-        out_dims: list[int | None]
-        if all(d is None for d in dims):
-            out_ids, out_dims = self.batcher.add(op, list(ids)), [None] * len(outputs)
-        else:
-            out_ids, out_dims = op.batch_rule(self.batcher, list(ids), list(dims))
+        out_ids, out_dims = batch_op(self.batcher, op, ids, dims)
+        example_ids = self.example.add_operation(
+            op, [self.example_ids[id(t)] for t in inputs], Primary()
+        )
         tensors = [Tensor(o) for o in outputs]
-        for tensor, local_id, dim, o in zip(tensors, out_ids, out_dims, outputs, strict=True):
+        for tensor, local_id, dim, o, example_id in zip(
+            tensors, out_ids, out_dims, outputs, example_ids, strict=True
+        ):
             self._check_rule(op, local_id, dim, o)
-            self._bind(tensor, local_id, dim)
+            self._bind(tensor, local_id, dim, example_id)
         return tensors
 
     def _check_rule(self, op: TensorOp, local_id: int, dim: int | None, example: Any) -> None:
@@ -210,25 +244,9 @@ def _batch_size(leaves: list[Any], axes: list[int | None], axis_size: int | None
     return size
 
 
-def _tracer(trace: BatchTrace, leaf: Any, axis: int | None) -> Any:
-    """What ``f`` sees for one argument leaf: a tracer of one example (the first), or,
-    unmapped, the leaf's tracer; a non-array leaf (a number) unmapped is itself."""
-    if axis is None and not isinstance(leaf, (Tensor, np.ndarray)):
-        return leaf
-    data = np.asarray(_data_of(leaf))
-    if axis is not None and data.dtype == object:
-        raise TypeError(f"vmap: a mapped argument must be an array, got {type(leaf).__name__}")
-    example = data if axis is None else np.take(data, 0, axis=axis % data.ndim)
-    tracer = Tensor(np.array(example, copy=True))
-    source = leaf if isinstance(leaf, Tensor) else Tensor(np.array(data, copy=True))
-    trace.bind_input(tracer, source, None if axis is None else axis % data.ndim)
-    return tracer
-
-
-def _run(trace: BatchTrace, output_ids: list[int]) -> list[Tensor]:
+def run_batched(b: Batcher, output_ids: list[int]) -> list[Tensor]:
     """The batched graph's outputs: one recorded node run by the current executor, or,
     under an outer trace, its ops applied one by one (the outer trace batches them)."""
-    b = trace.batcher
     b.builder.set_outputs(output_ids)
     graph = b.builder.build()
     inputs = [v if isinstance(v, Tensor) else Tensor(v) for v in b.input_data]
@@ -264,7 +282,7 @@ def vmap(
         axes = axes_of_leaves(axes_tree, args, "in_axes")
         size = _batch_size(arguments, axes, axis_size)
         trace = BatchTrace(getattr(f, "__qualname__", repr(f)), size)
-        tracers = [_tracer(trace, leaf, axis) for leaf, axis in zip(arguments, axes, strict=True)]
+        tracers = [trace.tracer(leaf, axis) for leaf, axis in zip(arguments, axes, strict=True)]
         previous = current_capture()
         set_capture(trace)
         try:
@@ -278,6 +296,6 @@ def vmap(
                                 "a Tensor")  # fmt: skip
         out_axes_of = axes_of_leaves(out_axes, out, "out_axes")
         ids = [trace.output(leaf, axis) for leaf, axis in zip(out_leaves, out_axes_of, strict=True)]
-        return rebuild(out, _run(trace, ids))
+        return rebuild(out, run_batched(trace.batcher, ids))
 
     return batched

@@ -106,6 +106,24 @@ def test_per_example_gradients(executor: tc.BackwardExecutor) -> None:
         lambda x, y: func.grad(_loss, argnums=1)(W, x, y).numpy(), X, Y), rtol=1e-12)  # fmt: skip
 
 
+def test_per_example_gradients_are_one_node_and_differentiable(
+    executor: tc.BackwardExecutor,
+) -> None:
+    """The forward of one example, its VJP graph, batched: one tape node whose inputs are
+    the leaves; differentiating it again gives the sum of the per-example Hessians."""
+    w = tc.tensor(W, requires_grad=True)
+    per_example = func.vmap(func.grad(_loss), in_axes=(None, 0, 0))(w, X, Y)
+    trace = per_example._trace
+    assert trace is not None and all(edge.trace is None for edge in trace.inputs)
+    (second,) = tc.grad(tc.sum(per_example), [w])
+    hessians = _stack(lambda x, y: func.hessian(lambda v: _loss(v, x, y))(W).numpy(), X, Y)
+    np.testing.assert_allclose(second, hessians.sum(axis=(0, 2)), rtol=1e-10)
+    unused = func.vmap(func.grad(lambda a, b: tc.sum(a * 2.0), argnums=(0, 1)))(X, X)
+    np.testing.assert_allclose(unused[1].numpy(), np.zeros_like(X))
+    number = func.vmap(func.grad(lambda s, x: s * tc.sum(x)), in_axes=(None, 0))(2.0, X)
+    np.testing.assert_allclose(number.numpy(), X.sum(1))
+
+
 def test_per_example_gradients_with_integer_labels(executor: tc.BackwardExecutor) -> None:
     labels = np.array([0, 1, 1, 0])
 

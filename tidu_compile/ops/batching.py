@@ -34,13 +34,15 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.ad import Name
-from tidu_compile.graph import GraphBuilder, Primary
+from tidu_compile.graph import Graph, GraphBuilder, Local, Primary
 from tidu_compile.ops.base import OP_TABLE, TensorOp, TensorType, type_of
 from tidu_compile.ops.ir_fields import shape_fields
 
 __all__ = [
     "BatchRuleResult",
     "all_materialized",
+    "batch_graph",
+    "batch_op",
     "Batcher",
     "batch_by_moving_axis",
     "batch_elementwise",
@@ -98,6 +100,32 @@ class Batcher:
     def _set_type(self, local_id: int, t: TensorType) -> None:
         self.types.extend([t] * (local_id + 1 - len(self.types)))
         self.types[local_id] = t
+
+
+def batch_op(
+    b: Batcher, op: TensorOp, inputs: Sequence[int], dims: Sequence[int | None]
+) -> BatchRuleResult:
+    """One step of the interpreter: ``op`` unchanged when no input is batched, else its
+    ``batch_rule``."""
+    if all(d is None for d in dims):
+        outputs = b.add(op, inputs)
+        return outputs, [None] * len(outputs)
+    return op.batch_rule(b, list(inputs), list(dims))
+
+
+def batch_graph(
+    b: Batcher, graph: Graph, inputs: Sequence[tuple[int, int | None]]
+) -> list[tuple[int, int | None]]:
+    """``graph`` (a graph of table ops on one example) batched into ``b``: ``inputs``
+    gives each graph input's ``(id, batch axis)`` in ``b``; the outputs' likewise."""
+    values = dict(zip(graph.inputs, inputs, strict=True))
+    for node in graph.operations:
+        if not all(isinstance(ref, Local) for ref in node.inputs):
+            raise ValueError(f"batch_graph: {node.operation!r} reads a value of another graph")
+        operands = [values[ref.id] for ref in node.inputs]  # type: ignore[union-attr]
+        ids, dims = batch_op(b, node.operation, [i for i, _ in operands], [d for _, d in operands])
+        values.update(zip(node.outputs, zip(ids, dims, strict=True), strict=True))
+    return [values[i] for i in graph.outputs]
 
 
 def has_batch_rule(op: type[TensorOp]) -> bool:
