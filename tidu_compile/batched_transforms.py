@@ -1,16 +1,19 @@
 """``vmap`` of the transforms of ``tidu_compile.func``: their batching rules.
 
-The examples of a batch are independent, so a per-example derivative is a derivative of
-the batched function (``vmap(f)``, one batched tape node) with a seed per example:
+* ``vmap(grad(f), in_axes=(None, 0, 0))(w, X, Y)`` (and ``value_and_grad``): ``f``
+  traced on one example, the VJP graph of that trace, batched: ONE program, as JAX
+  batches a gradient (``_one_program``)::
 
-* ``vmap(grad(f), in_axes=(None, 0, 0))(w, X, Y)``: ``w`` broadcast to ``W`` of shape
-  ``(B,) + w.shape`` (one copy per example), ``out, vjp_fn = vjp(vmap(f), W, ...)``,
-  and ``vjp_fn(ones(B))`` is every example's gradient at once::
+      h = tanh(x @ W)          ->  H = tanh(X @ W)              (W shared: one product)
+      dW = x^T (dh * (1-h^2))  ->  dW[b] = outer(X[b], dZ[b])   (batched at 0)
 
-      grad_b = d f(W_b, X_b, Y_b) / d W_b = d (sum_b' f(W_b', X_b', Y_b')) / d W_b
+The examples of a batch are independent, so the other per-example derivatives are
+derivatives of the batched function (``vmap(f)``, one batched tape node) with a seed per
+example (``grad_b = d f(W_b, X_b) / d W_b = d (sum_b' f(W_b', X_b')) / d W_b``, the
+shared arguments broadcast to one copy per example):
 
-  one batched forward node and its VJP node, both compiled (``value_and_grad`` gives
-  ``out`` too);
+* ``vmap(grad(g))`` where ``g`` is itself a transform: ``vjp(vmap(g), W, ...)`` seeded
+  with ``ones(B)``;
 * ``vmap(jacrev(f))``: one VJP of ``vmap(f)`` per output element ``k`` (seed: ``e_k``
   for every example), as jacrev is a vmap of vjp; ``vmap(jacfwd(f))``: one JVP per input
   element; ``vmap(hessian(f))`` is ``vmap(jacfwd(jacrev(f)))``, both rules in turn.

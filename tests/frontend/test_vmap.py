@@ -122,6 +122,8 @@ def test_per_example_gradients_are_one_node_and_differentiable(
     np.testing.assert_allclose(unused[1].numpy(), np.zeros_like(X))
     number = func.vmap(func.grad(lambda s, x: s * tc.sum(x)), in_axes=(None, 0))(2.0, X)
     np.testing.assert_allclose(number.numpy(), X.sum(1))
+    second_order = func.vmap(func.grad(func.grad(lambda s: tc.sin(s) * s)))(Y)
+    np.testing.assert_allclose(second_order.numpy(), 2 * np.cos(Y) - Y * np.sin(Y), rtol=1e-12)
 
 
 def test_per_example_gradients_with_integer_labels(executor: tc.BackwardExecutor) -> None:
