@@ -24,6 +24,7 @@ shared arguments broadcast to one copy per example):
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,9 +38,10 @@ from tidu_compile.batching import (
     batch_size,
     flatten,
     rebuild,
-    run_batched,
+    run_recorded,
     vmap,
 )
+from tidu_compile.eager import RecordedGraph
 from tidu_compile.frontend.namespace import FUNCTIONS
 from tidu_compile.frontend.state import current_capture, set_capture
 from tidu_compile.frontend.tensor import Tensor
@@ -145,11 +147,40 @@ def _one_program(
         for i in indices:
             if trace.inputs[i][0].dtype.kind in "fc":
                 needed[i] = True
+    key = (example.structure, tuple((type_of(_data(d)), a) for d, a in trace.inputs), size,
+           tuple(map(tuple, wanted)), value, out.dtype.name)  # fmt: skip
+    found = _PROGRAMS.get(key)
+    if found is None:
+        found = _PROGRAMS[key] = _program(example, trace, wanted, tracers, numbers, needed,
+                                          size, value, out.dtype.name)  # fmt: skip
+        while len(_PROGRAMS) > _MAX_PROGRAMS:
+            _PROGRAMS.popitem(last=False)
+    recorded, constants = found
+    results = iter(run_recorded(recorded, [d for d, _ in trace.inputs] + constants))
+    value_out = next(results) if value else None
+    gradients = [rebuild(args[n], [next(results) for _ in tracers[n]]) for n in numbers]
+    return value_out, gradients
+
+
+#: The batched programs of ``_one_program`` by the example trace's structure, the input
+#: types and batch axes, the batch size and what is asked: a call that traces the same
+#: graph reuses the batched one (its rules and the VJP graph run once).
+_PROGRAMS: OrderedDict[Any, tuple[RecordedGraph, list[Any]]] = OrderedDict()
+_MAX_PROGRAMS = 64
+
+
+def _program(
+    example: RecordedGraph, trace: BatchTrace, wanted: list[list[int]],
+    tracers: list[list[Any]], numbers: tuple[int, ...], needed: list[bool], size: int,
+    value: bool, dtype: str,
+) -> tuple[RecordedGraph, list[Any]]:  # fmt: skip
+    """The batched value (when ``value``) and gradients of ``example`` (a loss of
+    ``dtype``); the constants its rules added (inputs after the trace's)."""
     node = vjp_graph(example, [0], needed)
     b = Batcher(size)
     refs = [(b.add_input(Name(f"in{i}"), type_of(_data(data)), data), dim)
             for i, (data, dim) in enumerate(trace.inputs)]  # fmt: skip
-    seeds = [(b.add1(Constant(1.0, (), out.dtype.name), []), None)] if node.seeded else []
+    seeds = [(b.add1(Constant(1.0, (), dtype), []), None)] if node.seeded else []
     cotangents = batch_graph(b, node.recorded.graph, seeds + refs)
     outputs = [materialized(b, *batch_graph(b, example.graph, refs)[0])] if value else []
     for indices, arg_tracers in zip(wanted, (tracers[n] for n in numbers), strict=True):
@@ -160,10 +191,8 @@ def _one_program(
                 outputs.append(b.add1(zero, []))
             else:
                 outputs.append(materialized(b, *cotangents[result]))
-    results = iter(run_batched(b, outputs))
-    value_out = next(results) if value else None
-    gradients = [rebuild(args[n], [next(results) for _ in tracers[n]]) for n in numbers]
-    return value_out, gradients
+    b.builder.set_outputs(outputs)
+    return RecordedGraph.from_graph(b.builder.build()), b.input_data[len(trace.inputs):]
 
 
 def _data(value: Any) -> Any:

@@ -48,7 +48,7 @@ from tidu_compile.ops.batching import Batcher, batch_op, materialized, moved
 
 __all__ = [
     "Axes", "BatchTrace", "axes_of_leaves", "batch_size", "flatten", "rebuild", "run_batched",
-    "vmap",
+    "run_recorded", "vmap",
 ]  # fmt: skip
 
 Tree = Any
@@ -245,11 +245,17 @@ def _batch_size(leaves: list[Any], axes: list[int | None], axis_size: int | None
 
 
 def run_batched(b: Batcher, output_ids: list[int]) -> list[Tensor]:
-    """The batched graph's outputs: one recorded node run by the current executor, or,
-    under an outer trace, its ops applied one by one (the outer trace batches them)."""
+    """The outputs ``output_ids`` of the batched graph ``b`` (``run_recorded``)."""
     b.builder.set_outputs(output_ids)
-    graph = b.builder.build()
-    inputs = [v if isinstance(v, Tensor) else Tensor(v) for v in b.input_data]
+    return run_recorded(RecordedGraph.from_graph(b.builder.build()), b.input_data)
+
+
+def run_recorded(recorded: RecordedGraph, input_data: list[Any]) -> list[Tensor]:
+    """A batched graph's outputs for its inputs (tensors or arrays): one recorded node
+    run by the current executor, or, under an outer trace, its ops applied one by one
+    (the outer trace batches them)."""
+    graph = recorded.graph
+    inputs = [v if isinstance(v, Tensor) else Tensor(v) for v in input_data]
     if current_capture() is not None:
         values: dict[int, Tensor] = dict(zip(graph.inputs, inputs, strict=True))
         for node in graph.operations:
@@ -257,7 +263,6 @@ def run_batched(b: Batcher, output_ids: list[int]) -> list[Tensor]:
             results = apply_op(node.operation, operands)
             values.update(zip(node.outputs, results, strict=True))
         return [values[i] for i in graph.outputs]
-    recorded = RecordedGraph.from_graph(graph)
     arrays = get_default_executor().run_graph(recorded, [t._data for t in inputs])
     return record_node(recorded, [eager_input(t) for t in inputs], arrays)
 
