@@ -126,7 +126,7 @@ def _one_program(
     size = batch_size(args, tuple(per_argument), axis_size)
     args = tuple(map_leaves(arg, _as_array) if n in numbers else arg
                  for n, arg in enumerate(args))  # fmt: skip
-    trace = BatchTrace(f"vmap of {getattr(f, '__qualname__', repr(f))}", size)
+    trace = BatchTrace(f"vmap of {getattr(f, '__qualname__', repr(f))}", size, batch=False)
     tracers = [[trace.tracer(leaf, a) for leaf, a in zip(
         flatten(arg), axes_of_leaves(axes, arg, "in_axes"), strict=True)]
         for arg, axes in zip(args, per_argument, strict=True)]  # fmt: skip

@@ -32,7 +32,7 @@ to that trace instead, so ``vmap(vmap(f))`` batches twice. A transform of
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -106,8 +106,10 @@ class BatchTrace:
     ``is_traced``, and ``apply``, which every primitive applied to a tracer reaches.
     """
 
-    def __init__(self, name: str, size: int) -> None:
+    def __init__(self, name: str, size: int, batch: bool = True) -> None:
         self.name = name
+        #: False: only the trace on one example is kept (``example``), no rule runs.
+        self.batch = batch
         self.batcher = Batcher(size)
         self.ids: dict[int, tuple[int, int | None]] = {}
         self.keep_alive: list[Any] = []
@@ -163,14 +165,20 @@ class BatchTrace:
         splat = None if tensor._requires_grad else _splat(tensor._data)
         if splat is not None:
             (example_id,) = self.example.add_operation(splat, [], Primary())
-            self._bind(tensor, self.batcher.add1(splat, []), None, example_id)
+            local_id = self.batcher.add1(splat, []) if self.batch else -1
+            self._bind(tensor, local_id, None, example_id)
         else:
             self.bind_input(tensor, tensor, None)
         return self.ids[id(tensor)]
 
     def apply(self, op: TensorOp, inputs: list[Tensor], outputs: list[np.ndarray]) -> list[Tensor]:
         ids, dims = zip(*(self.value(t) for t in inputs), strict=True) if inputs else ((), ())
-        out_ids, out_dims = batch_op(self.batcher, op, ids, dims)
+        out_ids: Sequence[int]
+        out_dims: Sequence[int | None]
+        if self.batch:
+            out_ids, out_dims = batch_op(self.batcher, op, ids, dims)
+        else:
+            out_ids, out_dims = [-1] * len(outputs), [None] * len(outputs)
         example_ids = self.example.add_operation(
             op, [self.example_ids[id(t)] for t in inputs], Primary()
         )
@@ -178,7 +186,8 @@ class BatchTrace:
         for tensor, local_id, dim, o, example_id in zip(
             tensors, out_ids, out_dims, outputs, example_ids, strict=True
         ):
-            self._check_rule(op, local_id, dim, o)
+            if self.batch:
+                self._check_rule(op, local_id, dim, o)
             self._bind(tensor, local_id, dim, example_id)
         return tensors
 

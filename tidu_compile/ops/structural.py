@@ -403,10 +403,13 @@ class DotGeneral(TensorOp):
         b = np.transpose(rhs, self.rhs_batch + self.rhs_contracting + rhs_free)
         a = a.reshape(*batch, sizes[0], sizes[1])
         b = b.reshape(*batch, sizes[1], sizes[2])
+        # Nothing contracted (an outer product per batch, as per-example gradients have
+        # them): a broadcast multiply, ~3x numpy's batched matmul with K = 1.
+        product = np.multiply if sizes[1] == 1 else np.matmul
         if out is not None and out.dtype == lhs.dtype == rhs.dtype:
-            np.matmul(a, b, out=out.reshape(*batch, sizes[0], sizes[2]))
+            product(a, b, out=out.reshape(*batch, sizes[0], sizes[2]))
             return out
-        result = np.matmul(a, b).reshape(self.shape)
+        result = product(a, b).reshape(self.shape)
         return np.asarray(result, dtype=lhs.dtype)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
