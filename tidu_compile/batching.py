@@ -295,7 +295,7 @@ def vmap(
         arguments = flatten(args)
         axes = axes_of_leaves(axes_tree, args, "in_axes")
         size = _batch_size(arguments, axes, axis_size)
-        trace = BatchTrace(getattr(f, "__qualname__", repr(f)), size)
+        trace = BatchTrace(f"vmap of {getattr(f, '__qualname__', repr(f))}", size)
         tracers = [trace.tracer(leaf, axis) for leaf, axis in zip(arguments, axes, strict=True)]
         previous = current_capture()
         set_capture(trace)
