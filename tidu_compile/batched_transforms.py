@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile import forksafe
 from tidu_compile.ad import Name
 from tidu_compile.batching import (
     Axes,
@@ -149,12 +150,15 @@ def _one_program(
                 needed[i] = True
     key = (example.structure, tuple((type_of(_data(d)), a) for d, a in trace.inputs), size,
            tuple(map(tuple, wanted)), value, out.dtype.name)  # fmt: skip
-    found = _PROGRAMS.get(key)
+    with _PROGRAMS_LOCK:
+        found = _PROGRAMS.get(key)
     if found is None:
-        found = _PROGRAMS[key] = _program(example, trace, wanted, tracers, numbers, needed,
-                                          size, value, out.dtype.name)  # fmt: skip
-        while len(_PROGRAMS) > _MAX_PROGRAMS:
-            _PROGRAMS.popitem(last=False)
+        found = _program(example, trace, wanted, tracers, numbers, needed, size, value,
+                         out.dtype.name)  # fmt: skip
+        with _PROGRAMS_LOCK:
+            _PROGRAMS[key] = found
+            while len(_PROGRAMS) > _MAX_PROGRAMS:
+                _PROGRAMS.popitem(last=False)
     recorded, constants = found
     results = iter(run_recorded(recorded, [d for d, _ in trace.inputs] + constants))
     value_out = next(results) if value else None
@@ -167,6 +171,7 @@ def _one_program(
 #: graph reuses the batched one (its rules and the VJP graph run once).
 _PROGRAMS: OrderedDict[Any, tuple[RecordedGraph, list[Any]]] = OrderedDict()
 _MAX_PROGRAMS = 64
+_PROGRAMS_LOCK = forksafe.Lock()
 
 
 def _program(

@@ -126,6 +126,28 @@ def test_per_example_gradients_are_one_node_and_differentiable(
     np.testing.assert_allclose(second_order.numpy(), 2 * np.cos(Y) - Y * np.sin(Y), rtol=1e-12)
 
 
+def test_per_example_gradients_nest_and_trace(executor: tc.BackwardExecutor) -> None:
+    """``vmap(vmap(grad))`` batches the one-program gradient again; inside a
+    ``@tc.function`` it is part of the trace, differentiable."""
+    grid = np.stack([X, 2 * X])
+    twice = func.vmap(func.vmap(func.grad(_loss), in_axes=(None, 0, 0)),
+                      in_axes=(None, 0, None))(W, grid, Y)  # fmt: skip
+    expected = np.stack([_stack(lambda x, y: func.grad(_loss)(W, x, y).numpy(), xs, Y)
+                         for xs in grid])  # fmt: skip
+    np.testing.assert_allclose(twice.numpy(), expected, rtol=1e-12)
+
+    @tc.function
+    def total(w: Any, x: Any) -> Any:
+        return tc.sum(func.vmap(func.grad(_loss), in_axes=(None, 0, 0))(w, x, Y))
+
+    w = tc.tensor(W, requires_grad=True)
+    value = total(w, X)
+    np.testing.assert_allclose(value.numpy(), expected[0].sum(), rtol=1e-12)
+    (gw,) = tc.grad(value, [w])
+    hessians = _stack(lambda x, y: func.hessian(lambda v: _loss(v, x, y))(W).numpy(), X, Y)
+    np.testing.assert_allclose(gw, hessians.sum(axis=(0, 1)), rtol=1e-10)
+
+
 def test_per_example_gradients_with_integer_labels(executor: tc.BackwardExecutor) -> None:
     labels = np.array([0, 1, 1, 0])
 
