@@ -51,9 +51,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("backend",),  # the llvm dialect to object code, the JIT
     ("compiler",),  # backward programs, stage table, pipeline, plans, caches
     ("executors", "universe"),  # reference and compiled executors; the xdsl-opt plugin
-    ("composite_grad", "numpy"),  # value_and_grad of a @tc.function as one program; tnp
-    ("func", "autograd", "optim"),  # function transforms (torch.func's names); torch.autograd's
-    # names; torch.optim's optimizers
+    ("composite_grad", "numpy", "batching"),  # value_and_grad of a @tc.function; tnp; vmap
+    ("batched_transforms",),  # vmap of func's transforms (their batching rules)
+    # function transforms (torch.func's names); torch.autograd's names; torch.optim's
+    ("func", "autograd", "optim"),
     ("",),  # the public names of tidu_compile
     ("tools",),  # the tidu-compile CLI, demo, examples, bench
 )

@@ -1,5 +1,5 @@
 """Function transforms, named as in ``torch.func``: ``grad``, ``value_and_grad``, ``vjp``,
-``jvp``, ``jacrev``, ``jacfwd``, ``hessian``.
+``jvp``, ``jacrev``, ``jacfwd``, ``hessian``, and ``vmap`` (``tidu_compile.batching``).
 
 They take and return ``Tensor``s (arguments may be nested lists, tuples and dicts of
 tensors, arrays or numbers: the gradients come back in the same structure) and nest to
@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
+from tidu_compile.batched_transforms import batched_jacobian, batched_value_and_grad
+from tidu_compile.batching import BatchTrace, vmap
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.composite_grad import fused_value_and_grad
 from tidu_compile.eager import Trace
@@ -53,7 +55,7 @@ from tidu_compile.frontend.tensor import (
 from tidu_compile.graph import Input, ValueKey
 from tidu_compile.ops import DIFFERENTIABLE_DTYPES
 
-__all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp"]
+__all__ = ["grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp", "vmap"]
 
 Tree = Any  # a Tensor (or array-like leaf), or a list, tuple or dict of trees
 
@@ -177,7 +179,13 @@ def _check_argnums(argnums: int | Sequence[int], count: int, name: str) -> tuple
 
 
 def _not_traced(name: str) -> None:
-    if current_capture() is not None:
+    capture = current_capture()
+    if isinstance(capture, BatchTrace):
+        raise TypeError(
+            f"tidu_compile.func.{name} cannot run inside the function vmap maps "
+            f"({capture.name}); pass the transform itself to vmap: vmap({name}(f), ...)"
+        )
+    if capture is not None:
         raise TypeError(
             f"tidu_compile.func.{name} cannot run inside a @tidu_compile.function trace; "
             "call it outside the traced function"
@@ -256,6 +264,9 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> C
         value, gradients = _released((out, trees), _inner_keys(variables))
         return value, gradients[0] if isinstance(argnums, int) else tuple(gradients)
 
+    transformed.vmap_rule = lambda *axes: batched_value_and_grad(  # type: ignore[attr-defined]
+        vjp, f, argnums, *axes
+    )
     return transformed
 
 
@@ -266,6 +277,9 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..
     def transformed(*args: Any) -> Tree:
         return value_and_gradient(*args)[1]
 
+    transformed.vmap_rule = lambda in_axes, out_axes, size: batched_value_and_grad(  # type: ignore[attr-defined]
+        vjp, f, argnums, in_axes, out_axes, size, value=False
+    )
     return transformed
 
 
@@ -404,6 +418,9 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[
         ), _inner_keys(variables))  # fmt: skip
         return jacobians[0] if isinstance(argnums, int) else jacobians
 
+    transformed.vmap_rule = lambda in_axes, out_axes, size: batched_jacobian(  # type: ignore[attr-defined]
+        vjp, jvp, f, argnums, in_axes, out_axes, size, forward=False
+    )
     return transformed
 
 
@@ -434,6 +451,9 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[
             ]))  # fmt: skip
         return jacobians[0] if isinstance(argnums, int) else tuple(jacobians)
 
+    transformed.vmap_rule = lambda in_axes, out_axes, size: batched_jacobian(  # type: ignore[attr-defined]
+        vjp, jvp, f, argnums, in_axes, out_axes, size, forward=True
+    )
     return transformed
 
 
@@ -459,4 +479,13 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable
         numbers = _check_argnums(argnums, len(args), "hessian")
         return tuple(tuple(jacfwd(jacrev(f, i), j)(*args) for j in numbers) for i in numbers)
 
+    def vmap_rule(in_axes: Any, out_axes: Any, size: int | None) -> Callable[..., Any]:
+        def batched(*args: Any) -> Any:
+            numbers = _check_argnums(argnums, len(args), "hessian")
+            return tuple(tuple(vmap(jacfwd(jacrev(f, i), j), in_axes, out_axes, size)(*args)
+                               for j in numbers) for i in numbers)  # fmt: skip
+
+        return batched
+
+    transformed.vmap_rule = vmap_rule  # type: ignore[attr-defined]
     return transformed

@@ -4,7 +4,8 @@ Every op is a class decorated with ``@primitive`` (a frozen dataclass, registere
 ``OP_TABLE`` under its ``mnemonic``) subclassing ``TensorOp``, and defines, in one
 block of its family's module (``unary_math.py``, ``scan.py``, ...): ``input_count`` (and
 ``output_count`` if not 1), ``infer_types`` (output types from input types, raising a
-clear error on mismatch), ``evaluate`` (numpy), ``jvp_rule`` and ``transpose_rule``.
+clear error on mismatch), ``evaluate`` (numpy), ``jvp_rule``, ``transpose_rule`` and
+``batch_rule`` (``vmap``: usually its family's, or a generic one of ``ops.batching``).
 Rules build with primitives through the helpers below, so linear and transposed graphs
 are graphs of this same op set.
 
@@ -165,6 +166,19 @@ class TensorOp(Primitive):
         the op tests check ``evaluate`` against (``tests/ops/test_op_autodiff.py``). An
         elementwise op without one is checked against its ``numpy_fn``."""
         raise NotImplementedError(f"{type(self).__name__} has no oracle")
+
+    def batch_rule(
+        self, b: Any, inputs: list[int], dims: list[int | None]
+    ) -> tuple[list[int], list[int | None]]:
+        """The op on batched values (``vmap``): ``inputs`` are ids of the batched graph
+        ``b`` (an ``ops.batching.Batcher``), ``dims`` the batch axis of each (``None``:
+        the same for every example; some input is batched). Adds the batched op(s) to
+        ``b`` and returns the result ids with the batch axis of each. Families define it
+        once; ``ops.batching`` has the generic rules."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no batching rule: define batch_rule in its block "
+            "(or name a generic one of tidu_compile.ops.batching), README 'Adding an op'"
+        )
 
     # ---------------------------------------------------------------- checks
 

@@ -28,11 +28,13 @@ from tidu_compile.ops.base import (
     primitive,
     real_dtype_of,
 )
+from tidu_compile.ops.batching import batch_elementwise
 
 
 @primitive
 class Conj(TensorOp):
     """``conj(x)``; the identity on real dtypes. Linear (over the reals)."""
+    batch_rule = batch_elementwise
 
     input_count = 1
 
@@ -55,6 +57,7 @@ class Conj(TensorOp):
 @primitive
 class Real(TensorOp):
     """``Re(z)``: complex -> real of the same precision."""
+    batch_rule = batch_elementwise
 
     input_count = 1
 
@@ -76,6 +79,7 @@ class Real(TensorOp):
 @primitive
 class Imag(TensorOp):
     """``Im(z)``: complex -> real of the same precision."""
+    batch_rule = batch_elementwise
 
     input_count = 1
 
@@ -95,6 +99,7 @@ class Imag(TensorOp):
 @primitive
 class ToComplex(TensorOp):
     """Real -> complex of the same precision: ``x + 0j``, or ``1j * x`` when ``imaginary``."""
+    batch_rule = batch_elementwise
 
     imaginary: bool
     input_count = 1
@@ -127,6 +132,7 @@ class Convert(TensorOp):
     integer or bool -> real or integer, real -> integer (numpy's ``astype``: towards zero;
     integers wrap). A result or operand of an integer or bool dtype carries no tangent.
     A bool result is ``x != 0`` (a ``Compare``), not a conversion."""
+    batch_rule = batch_elementwise
 
     dtype: str
     operand_dtype: str
@@ -174,6 +180,7 @@ class Convert(TensorOp):
 @primitive
 class Constant(TensorOp):
     """A tensor of shape ``shape`` filled with ``value``; no inputs."""
+    batch_rule = batch_elementwise
 
     value: complex | float
     shape: tuple[int, ...]

@@ -32,11 +32,13 @@ from tidu_compile.ops.base import (
     linear,
     primitive,
 )
+from tidu_compile.ops.batching import batch_elementwise
 from tidu_compile.ops.complex_ops import Conj
 
 
 class Elementwise(TensorOp):
     """Inputs of one type; one output of that type. ``allowed_dtypes`` is checked."""
+    batch_rule = batch_elementwise
 
     allowed_dtypes: ClassVar[tuple[str, ...]] = DIFFERENTIABLE_DTYPES
     #: The dtype bool operands compute in for an op with integer but no bool loops
@@ -180,6 +182,7 @@ class Maximum(Elementwise):
 @primitive
 class Compare(TensorOp):
     """``x <direction> y`` -> bool; no derivative."""
+    batch_rule = batch_elementwise
 
     direction: str
     input_count = 2
@@ -209,6 +212,7 @@ class Compare(TensorOp):
 @primitive
 class Select(TensorOp):
     """``where(mask, a, b)``; the mask is not differentiated."""
+    batch_rule = batch_elementwise
 
     input_count = 3
 
@@ -372,6 +376,7 @@ class Sqrt(Unary):
 @primitive
 class SinCos(TensorOp):
     """``(sin(x), cos(x))``: the multi-output primitive."""
+    batch_rule = batch_elementwise
 
     mnemonic = "sincos"
     input_count = 1
@@ -471,6 +476,7 @@ class Shift(Elementwise):
 @primitive
 class FullLike(TensorOp):
     """A tensor of ``value`` with the shape and dtype of ``x``; no derivative."""
+    batch_rule = batch_elementwise
 
     value: complex | float
     input_count = 1

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,6 +44,7 @@ from tidu_compile.ops.base import (
     linear,
     primitive,
 )
+from tidu_compile.ops.batching import Batcher, BatchRuleResult, materialized, moved
 
 __all__ = [
     "INDEX_DTYPES", "Gather", "IndexedOp", "Pad", "ScatterAdd", "Slice", "check_strided_window",
@@ -106,6 +107,16 @@ def _check_operand(op: TensorOp, t: TensorType, expected: tuple[int, ...]) -> No
     op.check_dtype(t, ALL_DTYPES)  # integer and bool data move too (no tangent)
 
 
+def batch_strided(
+    op: Any, b: Batcher, inputs: list[int], dims: list[int | None]
+) -> BatchRuleResult:
+    """``Slice`` and ``Pad`` batched: the whole of one more leading axis."""
+    x = moved(b, inputs[0], dims[0])  # type: ignore[arg-type]
+    batched = replace(op, start=(0, *op.start), step=(1, *op.step), shape=(b.size, *op.shape),
+                      operand_shape=(b.size, *op.operand_shape))  # fmt: skip
+    return [b.add1(batched, [x])], [0]
+
+
 @primitive
 class Slice(TensorOp):
     """``x[start :: step]`` with ``shape[d]`` elements per dimension (rank kept):
@@ -116,6 +127,9 @@ class Slice(TensorOp):
     shape: tuple[int, ...]
     operand_shape: tuple[int, ...]
     input_count = 1
+
+
+    batch_rule = batch_strided
 
     def __post_init__(self) -> None:
         check_strided_window("Slice", self.start, self.step, self.shape, self.operand_shape)
@@ -150,6 +164,9 @@ class Pad(TensorOp):
     operand_shape: tuple[int, ...]
     value: complex | float = 0.0
     input_count = 1
+
+
+    batch_rule = batch_strided
 
     def __post_init__(self) -> None:
         check_strided_window("Pad", self.start, self.step, self.operand_shape, self.shape)
@@ -217,6 +234,26 @@ class IndexedOp(TensorOp):
     big_shape: tuple[int, ...]
     index_shape: tuple[int, ...]
     index_count: int
+
+
+    def batch_rule(self, b, inputs, dims):
+        """Indices the same for every example: the batch axis is one more leading axis
+        of the data. Batched indices: one more index array, ``iota(B)``, for the batch
+        axis, put just before the indexed ones (``axis``), where the result has it."""
+        data, indices = inputs[0], inputs[1:]
+        if all(d is None for d in dims[1:]):
+            batched = replace(self, axis=self.axis + 1, big_shape=(b.size, *self.big_shape))
+            return [b.add1(batched, [moved(b, data, dims[0]), *indices])], [0]
+        axis = self.axis
+        data = moved(b, materialized(b, data, dims[0]), 0, axis)
+        index_shape = (b.size, *self.index_shape)
+        iota = np.broadcast_to(np.arange(b.size, dtype=np.int64).reshape(
+            (b.size,) + (1,) * len(self.index_shape)), index_shape)  # fmt: skip
+        batched_indices = [materialized(b, i, d) for i, d in zip(indices, dims[1:], strict=True)]
+        batched = replace(self, big_shape=(*self.big_shape[:axis], b.size, *self.big_shape[axis:]),
+                          index_shape=index_shape, index_count=self.index_count + 1)  # fmt: skip
+        iota_id = b.constant(np.ascontiguousarray(iota))
+        return [b.add1(batched, [data, iota_id, *batched_indices])], [axis]
 
     def __post_init__(self) -> None:
         name = type(self).__name__

@@ -117,6 +117,15 @@ def ir_fields(primitive: type) -> tuple[IrField, ...]:
     return tuple(found)
 
 
+def shape_fields(primitive: type) -> tuple[str, ...]:
+    """The names of ``primitive``'s fields that are shapes of its operands or result
+    (declared with ``shape_of_result()`` or ``shape_of_operand()``)."""
+    return tuple(
+        field.name for field in dataclasses.fields(primitive)
+        if field.metadata.get(_TIDU, (Source.PROPERTY,))[0] is not Source.PROPERTY
+    )  # fmt: skip
+
+
 def from_ir(
     primitive: type,
     properties: Mapping[str, int | tuple[int, ...] | bool],

@@ -18,6 +18,7 @@ from tidu_compile.ops.base import (
     linear,
     primitive,
 )
+from tidu_compile.ops.batching import all_materialized
 from tidu_compile.ops.elementwise import FullLike
 from tidu_compile.ops.indexing import Slice
 
@@ -30,6 +31,12 @@ class Concatenate(TensorOp):
 
     axis: int
     operand_shapes: tuple[tuple[int, ...], ...]
+
+
+    def batch_rule(self, b, inputs, dims):
+        joined = all_materialized(b, inputs, dims)
+        shapes = tuple((b.size, *shape) for shape in self.operand_shapes)
+        return [b.add1(Concatenate(self.axis + 1, shapes), joined)], [0]
 
     def __post_init__(self) -> None:
         if not self.operand_shapes:

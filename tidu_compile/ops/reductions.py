@@ -44,6 +44,7 @@ from tidu_compile.ops.base import (
     linear,
     primitive,
 )
+from tidu_compile.ops.batching import moved
 from tidu_compile.ops.elementwise import (
     Compare,
     Div,
@@ -172,6 +173,11 @@ class ArgExtremum(TensorOp):
     differentiable = False
     library_call = True
     numpy_fn: ClassVar = np.argmax
+
+
+    def batch_rule(self, b, inputs, dims):
+        batched = type(self)(self.axis + 1)
+        return [b.add1(batched, [moved(b, inputs[0], dims[0])])], [0]
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)

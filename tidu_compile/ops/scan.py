@@ -26,6 +26,7 @@ against its ``oracle``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
@@ -43,6 +44,7 @@ from tidu_compile.ops.base import (
     linear,
     primitive,
 )
+from tidu_compile.ops.batching import all_materialized
 from tidu_compile.ops.complex_ops import Conj
 from tidu_compile.ops.elementwise import Exp, FullLike, Mul, Sub
 from tidu_compile.ops.indexing import Pad, Slice
@@ -59,6 +61,15 @@ class AlongAxis(TensorOp):
     allowed_dtypes: ClassVar[tuple[str, ...]] = DIFFERENTIABLE_DTYPES + INTEGER_DTYPES
     #: The results' dtype; ``None``: the operands' (``argsort``: ``int64``).
     result_dtype: ClassVar[str | None] = None
+
+
+    def batch_rule(self, b, inputs, dims):
+        """Along ``axis + 1`` of operands with the batch axis first."""
+        fronted = all_materialized(b, inputs, dims)
+        changes = {"axis": self.axis + 1}
+        if hasattr(self, "shape"):
+            changes["shape"] = (b.size, *self.shape)
+        return [b.add1(replace(self, **changes), fronted)], [0]
 
     def check_axis(self, t: TensorType) -> None:
         axis = self.axis  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ between kernels; broadcasts and reductions fuse into kernels (as operand and res
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -35,6 +35,7 @@ from tidu_compile.ops.base import (
     linear,
     primitive,
 )
+from tidu_compile.ops.batching import materialized, moved
 from tidu_compile.ops.complex_ops import Conj
 from tidu_compile.ops.elementwise import Add
 from tidu_compile.ops.ir_fields import printed_as, shape_of_operand, shape_of_result
@@ -77,6 +78,14 @@ class BroadcastInDim(TensorOp):
     broadcast_dimensions: tuple[int, ...] = printed_as("dims")
     operand_shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
+
+
+    def batch_rule(self, b, inputs, dims):
+        x = materialized(b, inputs[0], dims[0])
+        batched = BroadcastInDim((b.size, *self.shape),
+                                 (0, *(d + 1 for d in self.broadcast_dimensions)),
+                                 (b.size, *self.operand_shape))  # fmt: skip
+        return [b.add1(batched, [x])], [0]
 
     def __post_init__(self) -> None:
         dims, rank = self.broadcast_dimensions, len(self.shape)
@@ -150,6 +159,13 @@ class Reduction(TensorOp):
     #: ``add`` (0), ``max`` (-inf), ``min`` (+inf) or ``mul`` (1).
     combiner: ClassVar[str]
 
+
+    def batch_rule(self, b, inputs, dims):
+        x = moved(b, inputs[0], dims[0])
+        axes = tuple(a + 1 for a in self.axes)
+        batched = replace(self, axes=axes, operand_shape=(b.size, *self.operand_shape))
+        return [b.add1(batched, [x])], [0]
+
     def __post_init__(self) -> None:
         rank = len(self.operand_shape)
         if list(self.axes) != sorted(set(self.axes)) or any(
@@ -209,6 +225,12 @@ class Reshape(TensorOp):
     input_count = 1
     library_call = True
 
+
+    def batch_rule(self, b, inputs, dims):
+        x = moved(b, inputs[0], dims[0])
+        batched = Reshape((b.size, *self.shape), (b.size, *self.operand_shape))
+        return [b.add1(batched, [x])], [0]
+
     def __post_init__(self) -> None:
         if math.prod(self.shape) != math.prod(self.operand_shape):
             raise ValueError(
@@ -239,6 +261,11 @@ class Transpose(TensorOp):
     permutation: tuple[int, ...]
     input_count = 1
     library_call = True
+
+
+    def batch_rule(self, b, inputs, dims):
+        x = moved(b, inputs[0], dims[0])
+        return [b.add1(Transpose((0, *(p + 1 for p in self.permutation))), [x])], [0]
 
     def __post_init__(self) -> None:
         if sorted(self.permutation) != list(range(len(self.permutation))):
@@ -282,6 +309,31 @@ class DotGeneral(TensorOp):
     input_count = 2
     allowed_dtypes: ClassVar[tuple[str, ...]] = CONTRACTION_DTYPES
     library_call = True  # one BLAS call (integers and bools: numpy's matmul loops)
+
+
+    def batch_rule(self, b, inputs, dims):
+        """Both batched: one more batch dimension (first of the result). One batched:
+        one more free dimension of that side, where the result puts that side's."""
+        (lhs, rhs), (lhs_dim, rhs_dim) = inputs, dims
+        shift = lambda ds: tuple(d + 1 for d in ds)  # noqa: E731
+        lhs_shape, rhs_shape = self.lhs_shape, self.rhs_shape
+        lhs_contracting, rhs_contracting = self.lhs_contracting, self.rhs_contracting
+        lhs_batch, rhs_batch = self.lhs_batch, self.rhs_batch
+        if lhs_dim is not None:
+            lhs, lhs_shape = moved(b, lhs, lhs_dim), (b.size, *lhs_shape)
+            lhs_contracting, lhs_batch = shift(lhs_contracting), shift(lhs_batch)
+        if rhs_dim is not None:
+            rhs, rhs_shape = moved(b, rhs, rhs_dim), (b.size, *rhs_shape)
+            rhs_contracting, rhs_batch = shift(rhs_contracting), shift(rhs_batch)
+        if lhs_dim is not None and rhs_dim is not None:
+            lhs_batch, rhs_batch, out = (0, *lhs_batch), (0, *rhs_batch), 0
+        elif lhs_dim is not None:
+            out = len(self.lhs_batch)
+        else:
+            out = len(self.lhs_shape) - len(self.lhs_contracting)
+        batched = DotGeneral(lhs_contracting, rhs_contracting, lhs_batch, rhs_batch,
+                             lhs_shape, rhs_shape)  # fmt: skip
+        return [b.add1(batched, [lhs, rhs])], [out]
 
     def __post_init__(self) -> None:
         # Rank check first: the size check below indexes the shapes with these dims.
@@ -351,10 +403,13 @@ class DotGeneral(TensorOp):
         b = np.transpose(rhs, self.rhs_batch + self.rhs_contracting + rhs_free)
         a = a.reshape(*batch, sizes[0], sizes[1])
         b = b.reshape(*batch, sizes[1], sizes[2])
+        # Nothing contracted (an outer product per batch, as per-example gradients have
+        # them): a broadcast multiply, ~3x numpy's batched matmul with K = 1.
+        product = np.multiply if sizes[1] == 1 else np.matmul
         if out is not None and out.dtype == lhs.dtype == rhs.dtype:
-            np.matmul(a, b, out=out.reshape(*batch, sizes[0], sizes[2]))
+            product(a, b, out=out.reshape(*batch, sizes[0], sizes[2]))
             return out
-        result = np.matmul(a, b).reshape(self.shape)
+        result = product(a, b).reshape(self.shape)
         return np.asarray(result, dtype=lhs.dtype)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):

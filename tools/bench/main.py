@@ -5,6 +5,7 @@
     tidu-compile bench --kernels            # math functions and fused kernels, ns/element
     tidu-compile bench --hvp                # W1 Hessian-vector product against jax, torch
     tidu-compile bench --optim              # Adam.step() over 1M parameters against torch
+    tidu-compile bench --per-example        # vmap(grad) of an MLP against jax, torch
     tidu-compile bench --train              # an MLP trained from a cold start, vs torch, jax
     tidu-compile bench --compile            # seconds to compile 100..3200-op traces, vs jax
     tidu-compile bench --workload recording # us per recorded op against numpy, torch
@@ -16,13 +17,9 @@ the backward, then full steps: forward and backward), its gradients checked agai
 numpy's, and in a fresh subprocess the warm-from-disk first call. Then each installed
 peer (torch, jax) in its own subprocess, timed like for like (see ``peers``). Exit
 status: 0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
-<<<<<<< HEAD
-``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``, ``--train``
-``bench.train``, ``--compile`` ``bench.compile_time``, ``--workload recording``
-=======
 ``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``, ``--optim``
-``bench.optim``, ``--train`` ``bench.train``, ``--workload recording``
->>>>>>> h-torch
+``bench.optim``, ``--per-example`` ``bench.per_example``, ``--train`` ``bench.train``,
+``--compile`` ``bench.compile_time``, ``--workload recording``
 ``bench.recording``, ``--workload step`` ``bench.step``.
 """
 
@@ -103,6 +100,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--optim", action="store_true",
                         help="instead: one Adam.step() over 1M float32 parameters against "
                         "torch.optim.Adam (default, foreach, fused) in the same process")
+    parser.add_argument("--per-example", action="store_true",
+                        help="instead: per-example gradients of a small MLP (batch 256, "
+                        "func.vmap(func.grad)) against jax.vmap(jax.grad) and torch.func")
     parser.add_argument("--train", action="store_true",
                         help="instead: an MLP trained 100 steps over batch sizes "
                         "256/200/128/64/33 from a cold cache, each framework in a fresh "
@@ -349,6 +349,10 @@ def command(args: argparse.Namespace) -> int:
         from tidu_compile.tools.bench.optim import command as optim_command
 
         return optim_command(args)
+    if getattr(args, "per_example", False):
+        from tidu_compile.tools.bench.per_example import command as per_example_command
+
+        return per_example_command(args)
     if getattr(args, "train", False):
         from tidu_compile.tools.bench.train import command as train_command
 
