@@ -56,6 +56,12 @@ ROWS = [
     ("svd_wide", ops.Svd((3, 5)), ("normal",), ((3, 5),), ("float64",)),
     ("qr_square", ops.Qr((3, 3)), ("normal",), ((3, 3),), ("float64",)),
     ("qr_tall", ops.Qr((2, 4, 3)), ("normal",), ((2, 4, 3),), ("float64",)),
+    ("expm", ops.Expm((3, 3)), ("normal",), ((3, 3),), ("float64", "float32")),
+    ("expm_batched", ops.Expm((2, 3, 3)), ("normal",), ((2, 3, 3),), ("float64",)),
+    ("expm_frechet", ops.ExpmFrechet((3, 3)), ("normal", "normal"), ((3, 3), (3, 3)),
+     ("float64",)),
+    ("expm_frechet_batched", ops.ExpmFrechet((2, 2, 2)), ("normal", "normal"),
+     ((2, 2, 2), (2, 2, 2)), ("float64",)),
 ]
 for _transpose in (False, True):
     _suffix = "_t" if _transpose else ""

@@ -1,8 +1,10 @@
 """``tidu_compile.numpy.linalg``: numpy's ``linalg`` names that tidu_compile differentiates.
 
-Only ``norm`` (``tidu_compile.norm``: vector and matrix norms, any axis). Any other
-``numpy.linalg`` name raises ``AttributeError`` saying so (``inv``, ``solve``, ``det``
-and the decompositions have no rules yet).
+``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, ``eigh``, ``eigvalsh``, ``svd``,
+``svdvals``, ``qr``, ``norm`` (every ord numpy has; 2, -2 and 'nuc' of matrices by
+singular values), ``pinv``, ``matrix_power``, ``lstsq`` (``frontend.factorizations``,
+``frontend.norms``): batched over leading axes, real dtypes. Any other
+``numpy.linalg`` name raises ``AttributeError`` saying so.
 """
 
 from __future__ import annotations
@@ -12,10 +14,28 @@ from typing import Any
 import numpy
 
 from tidu_compile.frontend import FUNCTIONS
+from tidu_compile.frontend.factorizations import (
+    cholesky,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    lstsq,
+    matrix_power,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    svdvals,
+)
 
 norm = FUNCTIONS["norm"]
 
-__all__ = ["norm"]
+__all__ = [
+    "cholesky", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_power", "norm", "pinv",
+    "qr", "slogdet", "solve", "svd", "svdvals",
+]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
