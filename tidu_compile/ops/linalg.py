@@ -32,6 +32,7 @@ from typing import ClassVar
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 
 from tidu_compile.ad import ADRuleError, ADRuleKind
 from tidu_compile.ops.base import (
@@ -262,14 +263,25 @@ class Cholesky(LinalgOp):
         return (inputs[0],)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        """LAPACK's ``potrf`` matrix by matrix (scipy's binding: no checks, no copies
+        beyond the symmetric part; numpy's gufunc is slower on one matrix)."""
         a = arrays[0]
-        return (np.linalg.cholesky((a + np.swapaxes(a, -1, -2)) / 2).astype(a.dtype),)
+        (potrf,) = scipy.linalg.lapack.get_lapack_funcs(("potrf",), (a,))
+
+        def factor(m: np.ndarray) -> np.ndarray:
+            lower, info = potrf(m, lower=1, clean=1)
+            if info:
+                raise np.linalg.LinAlgError(
+                    f"cholesky: the matrix is not positive definite (LAPACK potrf info {info})"
+                )
+            return lower  # type: ignore[no-any-return]
+
+        return (batched(factor, a.shape, (a + np.swapaxes(a, -1, -2)) / 2),)
 
     def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        """scipy's factor (LAPACK's ``potrf`` directly), matrix by matrix."""
+        """numpy's factor (its own LAPACK call, batched)."""
         a = arrays[0]
-        sym = (a + np.swapaxes(a, -1, -2)) / 2
-        return (batched(lambda m: scipy.linalg.cholesky(m, lower=True), a.shape, sym),)
+        return (np.linalg.cholesky((a + np.swapaxes(a, -1, -2)) / 2),)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         nd, shape = len(self.shape), self.shape
