@@ -192,3 +192,13 @@ def test_integer_matrices_become_float64() -> None:
     result = tnp.linalg.inv(np.array([[2, 0], [0, 4]]))
     assert result.dtype == np.float64
     np.testing.assert_allclose(result.numpy(), [[0.5, 0], [0, 0.25]])
+
+
+def test_numpy_linalg_calls_on_tensors_dispatch() -> None:
+    """``np.linalg.inv(t)`` (numpy's own function) runs tidu_compile's, keeping the
+    gradient."""
+    x = tc.tensor(GENERAL[0], requires_grad=True)
+    (grad,) = tc.grad(np.linalg.slogdet(x)[1] + tnp.sum(np.linalg.inv(x)), [x])
+    inverse = np.linalg.inv(GENERAL[0])
+    ones = np.ones((4, 4))
+    np.testing.assert_allclose(grad, inverse.T - (inverse @ ones @ inverse).T, rtol=1e-10)
