@@ -202,3 +202,30 @@ def test_numpy_linalg_calls_on_tensors_dispatch() -> None:
     inverse = np.linalg.inv(GENERAL[0])
     ones = np.ones((4, 4))
     np.testing.assert_allclose(grad, inverse.T - (inverse @ ones @ inverse).T, rtol=1e-10)
+
+
+def test_hessian_through_cholesky_eigh_and_expm() -> None:
+    """``func.hessian`` (forward over reverse) of a likelihood with cholesky, cho_solve,
+    eigh and expm, against second central differences (on the reference executor: the
+    rules are under test here, and compiling every node of a Hessian takes minutes)."""
+    rng = np.random.default_rng(0)
+    points, targets = rng.standard_normal((8, 2)), rng.standard_normal(8)
+    squared = np.sum((points[:, None] - points[None]) ** 2, -1)
+
+    def nll(p: tc.Tensor) -> tc.Tensor:
+        kernel = tnp.exp(-0.5 * squared / tnp.exp(2 * p[0])) + tnp.exp(p[1]) * np.eye(8)
+        factor = tnp.linalg.cholesky(kernel)
+        alpha = tsl.cho_solve((factor, True), targets)
+        eigenvalues = tnp.linalg.eigvalsh(kernel)
+        return (0.5 * tnp.sum(targets * alpha) + tnp.sum(tnp.log(tnp.diagonal(factor)))
+                + 0.1 * tnp.sum(eigenvalues**2) + 0.1 * tnp.sum(tsl.expm(kernel / 8)))
+
+    p0 = np.array([0.2, -1.0])
+    with tc.use_executor(tc.ReferenceExecutor()):  # the rules, not the compiler: fast
+        hessian = func.hessian(nll)(tc.tensor(p0)).numpy()
+    h, steps = 1e-4, np.eye(2) * 1e-4
+    value = lambda p: float(nll(tc.tensor(p)))  # noqa: E731
+    expected = [[(value(p0 + steps[i] + steps[j]) - value(p0 + steps[i] - steps[j])
+                  - value(p0 - steps[i] + steps[j]) + value(p0 - steps[i] - steps[j])) / (4 * h * h)
+                 for j in range(2)] for i in range(2)]  # fmt: skip
+    np.testing.assert_allclose(hessian, expected, rtol=1e-5, atol=1e-6)
