@@ -6,8 +6,8 @@ function               as
 solve(a, b)            ``solve`` (LU); ``b`` a vector or a batch of matrices
 inv(a)                 ``solve(a, I)``
 slogdet, det           ``slogdet`` (LU); ``det = sign * exp(logabsdet)``
-cholesky(a, upper)     ``cholesky`` of the lower (upper) triangle, as numpy reads
-eigh, eigvalsh         ``eigh`` of the ``UPLO`` triangle made symmetric
+cholesky(a, upper)     ``cholesky`` (of ``aᵀ`` for the upper triangle), as numpy reads
+eigh, eigvalsh         ``eigh`` (of ``aᵀ`` for ``UPLO='U'``)
 svd, svdvals           reduced ``svd`` (``full_matrices`` only for square matrices)
 qr(a, mode)            reduced ``qr`` (``'reduced'``, ``'r'``; ``'complete'`` when square)
 pinv(a, rcond)         ``V diag(1/s) Uᵀ`` over the singular values above the cutoff
@@ -40,7 +40,7 @@ from tidu_compile.frontend.tensor import Tensor, apply1, apply_op
 __all__ = [
     "NUMPY_LINALG", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "det",
     "eigh", "eigvalsh", "inv", "lstsq", "matrix_power", "matrices", "pinv", "qr", "slogdet",
-    "solve", "svd", "svdvals", "triangle", "vector_rhs",
+    "solve", "svd", "svdvals", "vector_rhs",
 ]  # fmt: skip
 
 
@@ -79,14 +79,10 @@ def matrices(a: Any, name: str, square: bool = True) -> Tensor:
     return x
 
 
-def triangle(x: Tensor, offset: int = 0, upper: bool = False) -> Tensor:
-    """``tril(x, offset)`` (``triu`` when ``upper``) of the last two axes."""
-    return apply1(ops.TrianglePart(offset, upper), x)
-
-
-def _symmetric_from(x: Tensor, upper: bool) -> Tensor:
-    """The symmetric matrices one triangle of ``x`` gives (what LAPACK reads)."""
-    return triangle(x, 0, upper) + swapaxes(triangle(x, 1 if upper else -1, upper), -1, -2)
+def _lower_reads(x: Tensor, upper: bool) -> Tensor:
+    """What the primitives that read a lower triangle get for ``x``'s lower (``upper``:
+    upper) triangle: ``x`` itself, or ``xᵀ`` (its upper triangle is ``x``'s lower)."""
+    return swapaxes(x, -1, -2) if upper else x
 
 
 def vector_rhs(a: Tensor, b: Any, name: str) -> tuple[Tensor, Tensor, bool]:
@@ -142,7 +138,7 @@ def cholesky(a: Any, upper: bool = False) -> Tensor:
     """The lower factor ``L`` of ``a = L Lᵀ`` (``upper``: ``Lᵀ``), from ``a``'s lower
     (upper) triangle, as numpy (the gradient flows to that triangle)."""
     x = matrices(a, "cholesky")
-    factor = apply1(ops.Cholesky(x.shape), _symmetric_from(x, upper))
+    factor = apply1(ops.Cholesky(x.shape), _lower_reads(x, upper))
     return swapaxes(factor, -1, -2) if upper else factor
 
 
@@ -153,7 +149,7 @@ def eigh(a: Any, UPLO: str = "L") -> EighResult:  # noqa: N803 - numpy's name
     if UPLO not in ("L", "U"):
         raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
     x = matrices(a, "eigh")
-    w, v = apply_op(ops.Eigh(x.shape), [_symmetric_from(x, UPLO == "U")])
+    w, v = apply_op(ops.Eigh(x.shape), [_lower_reads(x, UPLO == "U")])
     return EighResult(w, v)
 
 

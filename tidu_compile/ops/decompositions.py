@@ -1,7 +1,8 @@
 """Matrix decompositions with several results: ``eigh``, ``svd``, ``qr``.
 
 JVP rules as JAX's (``jax/_src/lax/linalg.py``: ``_eigh_jvp_rule``, ``_svd_jvp_rule``,
-``qr_jvp_rule``), written with primitives, real dtypes. With ``S = Vᵀ sym(dA) V`` and
+``qr_jvp_rule``), written with primitives, real dtypes. With ``S = Vᵀ sym(dA) V``
+(``sym(dA) = tril(dA) + tril(dA, -1)ᵀ``: eigh reads the lower triangle) and
 ``F_ij = 1/(w_j - w_i)`` off the diagonal (0 on it):
 
 =====================  ==============================================================
@@ -39,9 +40,10 @@ from tidu_compile.ops.linalg import (
     TrianglePart,
     TriangularSolve,
     identity_like,
+    lower_symmetric,
+    lower_symmetric_values,
     matmul_op,
     swap_last,
-    symmetric_part,
 )
 from tidu_compile.ops.structural import BroadcastInDim, ReduceSum
 
@@ -83,8 +85,8 @@ def _mm(b, x, y, x_shape, y_shape, mask):  # type: ignore[no-untyped-def]
 
 @primitive
 class Eigh(LinalgOp):
-    """``(w, V)`` with ``sym(A) V = V diag(w)``, ascending ``w``, for the symmetric part
-    ``sym(A) = (A + Aᵀ)/2`` (numpy's ``eigh`` reads one triangle; this reads both)."""
+    """``(w, V)`` with ``A V = V diag(w)``, ascending ``w``, for the symmetric ``A`` its
+    lower triangle gives (only that triangle is read, as numpy's ``eigh``)."""
 
     shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
@@ -98,13 +100,12 @@ class Eigh(LinalgOp):
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         a = arrays[0]
-        w, v = np.linalg.eigh((a + np.swapaxes(a, -1, -2)) / 2)
+        w, v = np.linalg.eigh(a)
         return (w.astype(a.dtype), (v * _positive_columns(v)).astype(a.dtype))
 
     def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        """``eig`` of the symmetric part, sorted, vectors normalized."""
-        a = arrays[0]
-        w, v = np.linalg.eig((a + np.swapaxes(a, -1, -2)) / 2)
+        """``eig`` of the symmetric matrix, sorted, vectors normalized."""
+        w, v = np.linalg.eig(lower_symmetric_values(arrays[0]))
         order = np.argsort(w.real, axis=-1)
         w = np.take_along_axis(w.real, order, -1)
         v = np.take_along_axis(v.real, order[..., None, :], -1)
@@ -114,7 +115,7 @@ class Eigh(LinalgOp):
     def jvp_rule(self, b, xs, ys, ts, ctx):
         shape, nd = self.shape, len(self.shape)
         w, v = ys
-        projected = _mm(b, swap_last(b, v, nd, None), symmetric_part(b, ts[0], nd), shape, shape,
+        projected = _mm(b, swap_last(b, v, nd, None), lower_symmetric(b, ts[0], nd), shape, shape,
                         (False, True))  # fmt: skip
         projected = _mm(b, projected, v, shape, shape, (True, False))
         eye = identity_like(b, v)

@@ -14,9 +14,10 @@ triangular_solve           ``X = op(A)^-1 B`` for triangular A; ``dX = op(A)^-1 
 unit_diagonal)             ``transpose_a`` flipped
 solve(transpose_a)         ``X = op(A)^-1 B`` (LU); ``dX = op(A)^-1 (dB - op(dA) X)``;
                            transpose in B as above
-cholesky                   ``L L^T = (A + A^T)/2``; ``dL = L Phi(L^-1 S L^-T)``, ``S =
-                           (dA + dA^T)/2``, ``Phi`` = lower triangle, half diagonal
-                           (Murray 2016; JAX's ``_cholesky_jvp_rule``)
+cholesky                   ``L L^T = A`` from A's lower triangle (LAPACK's ``potrf``);
+                           ``dL = L Phi(L^-1 S L^-T)``, ``S = tril(dA) + tril(dA, -1)^T``,
+                           ``Phi`` = lower triangle, half diagonal (Murray 2016; JAX's
+                           ``_cholesky_jvp_rule``)
 slogdet                    ``(sign, log|det A|)``; ``d log|det| = sum(A^-T * dA)``; the
                            sign is locally constant (tangent 0)
 =========================  ============================================================
@@ -28,6 +29,7 @@ They run as library calls between kernels, by design (LAPACK through numpy and s
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import ClassVar
 
 import numpy as np
@@ -95,10 +97,17 @@ def matmul_op(x_shape: tuple[int, ...], y_shape: tuple[int, ...]) -> DotGeneral:
     return DotGeneral((nb + 1,), (nb,), batch, batch, tuple(x_shape), tuple(y_shape))
 
 
-def symmetric_part(b, t: int, ndim: int) -> int:  # type: ignore[no-untyped-def]
-    """``(t + t^T) / 2``, linear in ``t``."""
-    total = linear(b, Add(), [t, swap_last(b, t, ndim)], (True, True))
-    return linear(b, Scale(0.5), [total], (True,))
+def lower_symmetric(b, t: int, ndim: int) -> int:  # type: ignore[no-untyped-def]
+    """``tril(t) + tril(t, -1)ᵀ``, the symmetric matrices ``t``'s lower triangles give
+    (what LAPACK's symmetric routines read); linear in ``t``."""
+    strict = linear(b, TrianglePart(-1), [t], (True,))
+    lower = linear(b, TrianglePart(0), [t], (True,))
+    return linear(b, Add(), [lower, swap_last(b, strict, ndim)], (True, True))
+
+
+def lower_symmetric_values(a: np.ndarray) -> np.ndarray:
+    """``lower_symmetric`` of arrays (the oracles')."""
+    return np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
 
 
 def identity_like(b, square: Ref) -> int:  # type: ignore[no-untyped-def]
@@ -117,6 +126,15 @@ def batched(function, shape: tuple[int, ...], *arrays: np.ndarray) -> np.ndarray
     for index in np.ndindex(*batch):
         out[index] = function(*(a[index] for a in arrays))
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _triangle_mask(rows: int, columns: int, offset: int, upper: bool) -> np.ndarray:
+    """The read-only mask of ``TrianglePart(offset, upper)`` on ``rows x columns``."""
+    mask = np.tri(rows, columns, offset - 1 if upper else offset, dtype=bool)
+    mask = ~mask if upper else mask
+    mask.flags.writeable = False
+    return mask
 
 
 # ------------------------------------------------------------------ the primitives
@@ -140,9 +158,10 @@ class TrianglePart(TensorOp):
         return (t,)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``where(mask, x, 0)`` with the mask of these extents made once."""
         x = arrays[0]
-        part = np.triu if self.upper else np.tril
-        return (np.ascontiguousarray(part(x, self.offset)),)
+        keep = _triangle_mask(x.shape[-2], x.shape[-1], self.offset, self.upper)
+        return (np.where(keep, x, np.zeros((), x.dtype)),)
 
     def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         x = arrays[0]
@@ -251,8 +270,8 @@ class Solve(_SolveBase):
 
 @primitive
 class Cholesky(LinalgOp):
-    """The lower factor ``L`` of ``L L^T = (A + A^T)/2`` (the symmetric part, as JAX: the
-    derivative is then the one of a symmetric argument, as autograd's)."""
+    """The lower factor ``L`` of ``L L^T = A`` for the symmetric ``A`` its lower triangle
+    gives (only that triangle is read, as numpy's and LAPACK's ``potrf``)."""
 
     shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
@@ -263,8 +282,8 @@ class Cholesky(LinalgOp):
         return (inputs[0],)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        """LAPACK's ``potrf`` matrix by matrix (scipy's binding: no checks, no copies
-        beyond the symmetric part; numpy's gufunc is slower on one matrix)."""
+        """LAPACK's ``potrf`` matrix by matrix (scipy's binding: no checks; numpy's
+        gufunc is slower on one matrix)."""
         a = arrays[0]
         (potrf,) = scipy.linalg.lapack.get_lapack_funcs(("potrf",), (a,))
 
@@ -276,18 +295,17 @@ class Cholesky(LinalgOp):
                 )
             return lower  # type: ignore[no-any-return]
 
-        return (batched(factor, a.shape, (a + np.swapaxes(a, -1, -2)) / 2),)
+        return (batched(factor, a.shape, a),)
 
     def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        """numpy's factor (its own LAPACK call, batched)."""
-        a = arrays[0]
-        return (np.linalg.cholesky((a + np.swapaxes(a, -1, -2)) / 2),)
+        """numpy's factor (its own LAPACK call, batched) of the symmetric matrix."""
+        return (np.linalg.cholesky(lower_symmetric_values(arrays[0])),)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         nd, shape = len(self.shape), self.shape
         factor = ys[0]
         solve = TriangularSolve(shape, shape)
-        left = linear(b, solve, [factor, symmetric_part(b, ts[0], nd)], (False, True))
+        left = linear(b, solve, [factor, lower_symmetric(b, ts[0], nd)], (False, True))
         # L^-1 S L^-T is symmetric: the solve of L^-1 (L^-1 S)^T is it.
         inner = linear(b, solve, [factor, swap_last(b, left, nd)], (False, True))
         halves = linear(b, Add(), [linear(b, TrianglePart(0), [inner], (True,)),
