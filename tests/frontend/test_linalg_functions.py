@@ -229,3 +229,36 @@ def test_hessian_through_cholesky_eigh_and_expm() -> None:
                   - value(p0 - steps[i] + steps[j]) + value(p0 - steps[i] - steps[j])) / (4 * h * h)
                  for j in range(2)] for i in range(2)]  # fmt: skip
     np.testing.assert_allclose(hessian, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_every_function_compiles_under_function_with_no_fallback() -> None:
+    """One ``@tc.function`` using the rest (lstsq and its int64 rank, pinv, norms by
+    singular values, qr, eigh, det, inv, matrix_power, expm): traced, its forward and
+    backward compiled, replayed with the same values."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((6, 3)), rng.standard_normal(6)
+
+    def everything(x: tc.Tensor) -> tc.Tensor:
+        gram = x.T @ x + np.eye(3)
+        solution, residuals, rank, _ = tnp.linalg.lstsq(x, b)
+        return (tnp.sum(solution) + tnp.sum(residuals) + rank * 1.0 + tnp.sum(tnp.linalg.pinv(x))
+                + tnp.linalg.norm(x, 2) + tnp.linalg.norm(x, "nuc")
+                + tnp.sum(tnp.linalg.qr(x)[1] ** 2)
+                + tnp.sum(tnp.linalg.eigh(gram)[0] ** 2) + tnp.linalg.det(gram)
+                + tnp.sum(tnp.linalg.inv(gram)) + tnp.sum(tnp.linalg.matrix_power(gram, 3))
+                + tnp.sum(tsl.expm(gram / 10)))  # fmt: skip
+
+    compiled = CompiledExecutor(False, background=False)
+    traced = tc.function(everything)
+    with tc.use_executor(compiled):
+        x = tc.tensor(a, requires_grad=True)
+        first = traced(x)
+        (grad,) = tc.grad(first, [x])
+        again = traced(x)
+    assert compiled.stats.fallbacks == 0 and not compiled.stats.errors, compiled.stats.errors
+    with tc.use_executor(tc.ReferenceExecutor()):
+        x = tc.tensor(a, requires_grad=True)
+        expected = everything(x)
+        (expected_grad,) = tc.grad(expected, [x])
+    np.testing.assert_allclose(float(again), float(expected), rtol=1e-10)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-9)
