@@ -4,7 +4,8 @@ A structural primitive (a scan, a reduction, a layout op) declares its parameter
 as the fields of its dataclass (`ops.ir_fields`). Its dialect op is made from them by
 `structural`: the name `tidu.<mnemonic>`, one property per property field, and one
 syntax for all of them: the operands, each valued property as `, keyword = value`, the
-flags that are set, then the types:
+flags that are set, then the types (several results in parentheses, `-> (R0, R1)`: the
+linear-algebra family, `tidu_linalg`):
 
     %y = tidu.cum_sum %x, axis = 0 reverse : tensor<8x3xf64> -> tensor<8x3xf64>
     %s = tidu.linear_scan %a, %b, axis = 1 : tensor<2x5xf32>, tensor<2x5xf32> -> tensor<2x5xf32>
