@@ -82,6 +82,14 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], Callable[..., Any], np.ndarray]] 
                                                          VECTOR), SPD),
     "scipy_cholesky": (lambda a: tsl.cholesky(a[0]), lambda a: scipy.linalg.cholesky(a[0]), SPD),
     "expm": (lambda a: tsl.expm(a[0] / 4), lambda a: scipy.linalg.expm(a[0] / 4), GENERAL),
+    "vector_norm": (lambda a: tnp.linalg.vector_norm(a, ord=3),
+                    lambda a: np.linalg.vector_norm(a, ord=3), GENERAL),
+    "matrix_norm_2": (lambda a: tnp.linalg.matrix_norm(a, ord=2, keepdims=True),
+                      lambda a: np.linalg.matrix_norm(a, ord=2, keepdims=True), GENERAL),
+    "cond": (tnp.linalg.cond, np.linalg.cond, GENERAL),
+    "cond_1": (lambda a: tnp.linalg.cond(a, 1), lambda a: np.linalg.cond(a, 1), GENERAL),
+    "multi_dot": (lambda a: tnp.linalg.multi_dot([a[0], a[1], VECTOR]),
+                  lambda a: np.linalg.multi_dot([a[0], a[1], VECTOR]), GENERAL),
 }  # fmt: skip
 
 
@@ -187,6 +195,13 @@ def test_batched_over_leading_axes() -> None:
 def test_bad_inputs_raise_clear_errors(call: Callable[[], Any], error: type, words: str) -> None:
     with pytest.raises(error, match=words):
         call()
+
+
+def test_matrix_rank_counts_singular_values_above_the_tolerance() -> None:
+    deficient = np.stack([TALL @ TALL.T, np.outer(TALL[:, 0], TALL[:, 1])])
+    rank = tnp.linalg.matrix_rank(deficient)
+    assert rank.dtype == np.int64
+    np.testing.assert_array_equal(rank.numpy(), np.linalg.matrix_rank(deficient))
 
 
 def test_integer_matrices_become_float64() -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from tidu_compile.frontend.factorizations import NUMPY_LINALG
+from tidu_compile.frontend.matrix_norms import NUMPY_LINALG
 from tidu_compile.frontend.namespace import FUNCTIONS
 from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor

@@ -38,7 +38,7 @@ from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor, apply1, apply_op
 
 __all__ = [
-    "NUMPY_LINALG", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "det",
+    "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "det",
     "eigh", "eigvalsh", "inv", "lstsq", "matrix_power", "matrices", "pinv", "qr", "slogdet",
     "solve", "svd", "svdvals", "vector_rhs",
 ]  # fmt: skip
@@ -269,11 +269,3 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Tensor, Tensor, Tensor, Te
     rank = sum(compare("gt", s, max(s) * cut).astype(np.int64))
     return solution, residuals, rank, s
 
-
-#: numpy's ``linalg`` functions here, by their qualified names: what numpy's own calls
-#: on tensors dispatch to (``np.linalg.inv(t)``: ``frontend.dispatch``).
-NUMPY_LINALG: dict[str, Any] = {
-    f"numpy.linalg.{f.__name__}": f
-    for f in (cholesky, det, eigh, eigvalsh, inv, lstsq, matrix_power, pinv, qr, slogdet,
-              solve, svd, svdvals)
-}  # fmt: skip

@@ -3,7 +3,9 @@
 ``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, ``eigh``, ``eigvalsh``, ``svd``,
 ``svdvals``, ``qr``, ``norm`` (every ord numpy has; 2, -2 and 'nuc' of matrices by
 singular values), ``pinv``, ``matrix_power``, ``lstsq`` (``frontend.factorizations``,
-``frontend.norms``): batched over leading axes, real dtypes. Any other
+``frontend.norms``), numpy 2's ``vector_norm``, ``matrix_norm``, ``cond``,
+``matrix_rank``, ``multi_dot`` (``frontend.matrix_norms``), ``matmul`` and
+``tensordot``: batched over leading axes, real dtypes. Any other
 ``numpy.linalg`` name raises ``AttributeError`` saying so.
 """
 
@@ -29,12 +31,22 @@ from tidu_compile.frontend.factorizations import (
     svd,
     svdvals,
 )
+from tidu_compile.frontend.linalg import matmul
+from tidu_compile.frontend.matrix_norms import (
+    cond,
+    matrix_norm,
+    matrix_rank,
+    multi_dot,
+    vector_norm,
+)
+from tidu_compile.frontend.products import tensordot
 
 norm = FUNCTIONS["norm"]
 
 __all__ = [
-    "cholesky", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_power", "norm", "pinv",
-    "qr", "slogdet", "solve", "svd", "svdvals",
+    "cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm",
+    "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
+    "svd", "svdvals", "tensordot", "vector_norm",
 ]  # fmt: skip
 
 
