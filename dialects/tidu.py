@@ -13,6 +13,7 @@ The ops live in these files, re-exported here:
   argmax, argmin;
 - `tidu_scan`: the family of cum_sum, cum_prod, linear_scan, argsort;
 - `tidu_indexing`: slice, pad, concatenate, gather, scatter_add;
+- `tidu_linalg`: the family of the solves and factorisations (several results);
 - `tidu_kernel`: kernel and yield.
 `tidu_base` holds the type helpers and the elementwise family base class.
 
@@ -67,6 +68,7 @@ from .tidu_elementwise import (
 )
 from .tidu_indexing import ConcatenateOp, GatherOp, PadOp, ScatterAddOp, SliceOp
 from .tidu_kernel import KernelOp, YieldOp
+from .tidu_linalg import LinalgOperation
 from .tidu_reduce import ArgExtremumOperation, ReduceOperation
 from .tidu_scan import AlongAxisOperation
 from .tidu_shape import BroadcastInDimOp, DotGeneralOp, ReshapeOp, TransposeOp
@@ -134,6 +136,7 @@ __all__ = [
     "ToComplexOp",
     "TransposeOp",
     "TypeRuleOperation",
+    "LinalgOperation",
     "UnaryElementwiseOperation",
     "YieldOp",
     "element_type",

@@ -4,7 +4,8 @@ A structural primitive (a scan, a reduction, a layout op) declares its parameter
 as the fields of its dataclass (`ops.ir_fields`). Its dialect op is made from them by
 `structural`: the name `tidu.<mnemonic>`, one property per property field, and one
 syntax for all of them: the operands, each valued property as `, keyword = value`, the
-flags that are set, then the types:
+flags that are set, then the types (several results in parentheses, `-> (R0, R1)`: the
+linear-algebra family, `tidu_linalg`):
 
     %y = tidu.cum_sum %x, axis = 0 reverse : tensor<8x3xf64> -> tensor<8x3xf64>
     %s = tidu.linear_scan %a, %b, axis = 1 : tensor<2x5xf32>, tensor<2x5xf32> -> tensor<2x5xf32>
@@ -53,7 +54,7 @@ from tidu_compile.ops.base import TensorType as OpType
 from tidu_compile.ops.ir_fields import IrField, Kind, from_ir, ir_fields
 
 from .tidu_base import DTYPE_ELEMENT_TYPES, ElementKind, array_values, i64_array, verify_tensor
-from .tidu_indexing import parse_signature, print_signature
+from .tidu_indexing import print_signature
 
 Value = int | tuple[int, ...] | bool
 
@@ -150,7 +151,14 @@ class StructuralOperation(IRDLOperation):
             if field.kind is Kind.FLAG and field.name in self.properties:
                 printer.print_string(f" {field.keyword}")
         printer.print_op_attributes(self.attributes)
-        print_signature(printer, [v.type for v in self.operands], self.results[0].type)
+        if len(self.results) == 1:
+            print_signature(printer, [v.type for v in self.operands], self.results[0].type)
+            return
+        printer.print_string(" : ")  # several results (the linalg family): ``-> (R0, R1)``
+        printer.print_list([v.type for v in self.operands], printer.print_attribute)
+        printer.print_string(" -> (")
+        printer.print_list([r.type for r in self.results], printer.print_attribute)
+        printer.print_string(")")
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
@@ -176,9 +184,17 @@ class StructuralOperation(IRDLOperation):
         for field in cls.FIELDS:
             if field.kind is Kind.FLAG and parser.parse_optional_keyword(field.keyword):
                 properties[field.name] = UnitAttr()
-        attributes, types, result = parse_signature(parser)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        parser.parse_punctuation("->")
+        if parser.parse_optional_punctuation("(") is not None:
+            results = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            parser.parse_punctuation(")")
+        else:
+            results = [parser.parse_type()]
         operands = parser.resolve_operands(unresolved, types, position)
-        return cls.create(operands=operands, result_types=[result], properties=properties,
+        return cls.create(operands=operands, result_types=results, properties=properties,
                           attributes=attributes)  # fmt: skip
 
 

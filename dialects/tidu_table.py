@@ -69,6 +69,7 @@ from .tidu_elementwise import (
     UnaryElementwiseOperation,
 )
 from .tidu_indexing import ConcatenateOp, GatherOp, PadOp, ScatterAddOp, SliceOp
+from .tidu_linalg import LinalgOperation
 from .tidu_reduce import ArgExtremumOperation, ReduceOperation
 from .tidu_scan import AlongAxisOperation
 from .tidu_shape import BroadcastInDimOp, DotGeneralOp, ReshapeOp, TransposeOp
@@ -88,6 +89,7 @@ FAMILIES: dict[type[TensorOp], type[StructuralOperation]] = {
     ops.AlongAxis: AlongAxisOperation,  # scans and argsort (library calls)
     ops.Reduction: ReduceOperation,  # fused into kernels by their combiner
     ops.ArgExtremum: ArgExtremumOperation,  # argmax, argmin (library calls)
+    ops.LinalgOp: LinalgOperation,  # solves and factorisations (LAPACK library calls)
 }
 """Primitive family -> the class its structural ops are made on (else `TypeRuleOperation`)."""
 

@@ -51,7 +51,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("backend",),  # the llvm dialect to object code, the JIT
     ("compiler",),  # backward programs, stage table, pipeline, plans, caches
     ("executors", "universe"),  # reference and compiled executors; the xdsl-opt plugin
-    ("composite_grad", "numpy", "batching"),  # value_and_grad of a @tc.function; tnp; vmap
+    # value_and_grad of a @tc.function; tidu_compile.numpy and .scipy; vmap
+    ("composite_grad", "numpy", "scipy", "batching"),
     ("batched_transforms",),  # vmap of func's transforms (their batching rules)
     # function transforms (torch.func's names); torch.autograd's names; torch.optim's
     ("func", "autograd", "optim"),

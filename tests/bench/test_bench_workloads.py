@@ -100,7 +100,7 @@ def test_suite_and_selection() -> None:
     full, quick = all_workloads(), all_workloads(quick=True)
     assert [w.key for w in full][:4] == ["W1 n=1e3", "W1 n=1e5", "W1 n=1e6", "W1 n=1e7"]
     assert "W1 n=1e7" not in {w.key for w in quick}
-    assert {w.group for w in full} == {"W1", "W2", "W3", "W4", "W5", "W6"}
+    assert {w.group for w in full} == {"W1", "W2", "W3", "W4", "W5", "W6", "W7"}
     assert {w.key for w in select_workloads("W1,w3", quick=True)} == {
         "W1 n=1e3", "W1 n=1e5", "W1 n=1e6", "W3 f32", "W3 f64",
         "W1 n=1e3 composite", "W1 n=1e5 composite", "W1 n=1e6 composite",

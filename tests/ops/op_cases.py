@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from helpers import random_array, widen_dtype
+from linalg_cases import ROWS as LINALG_ROWS
+from linalg_cases import inputs as linalg_inputs
 from ties import can_tie, is_index_op, is_selection, tied_inputs
 
 from tidu_compile import ops
@@ -470,6 +472,10 @@ def _build() -> list[Case]:
     for dtype in EQUAL_EXTENT_DTYPES:
         cases += _structural(dtype, (), (), EQUAL_EXTENT_RESHAPES, EQUAL_EXTENT_TRANSPOSES,
                              EQUAL_EXTENT_DOTS)  # fmt: skip
+    for name, op, kinds, shapes, dtypes in LINALG_ROWS:  # square and batched matrices
+        for dtype in dtypes:
+            args = tuple(Arg(s, dtype) for s in shapes)
+            add(Case(name, op, args, linalg_inputs(kinds, shapes, dtype)))
     return cases + tie_twins(cases)
 
 

@@ -175,10 +175,13 @@ def _jvp(linear, residuals, tangents: list[np.ndarray | None]) -> list[np.ndarra
 
 
 def _slot_choices(case: Case) -> list[list[int]]:
+    """All output slots, and each alone but those whose derivative is zero everywhere
+    (``locally_constant_outputs``: slogdet's sign), which alone test nothing."""
     n = case.op.output_count
     every = [list(range(n))]
     if n > 1:
-        every += [[s] for s in range(n)]
+        constant = getattr(case.op, "locally_constant_outputs", ())
+        every += [[s] for s in range(n) if s not in constant]
     return every
 
 

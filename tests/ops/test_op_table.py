@@ -55,13 +55,13 @@ def _through_the_dialect(case: Case) -> TensorOp:
     """``case.op`` imported into its dialect op, printed, parsed back and exported."""
     types = [tidu.tensor_type(a.shape, a.dtype) for a in case.args]
     block = Block(arg_types=types)
-    (out,) = case.op.infer_types(*(ops.TensorType(a.shape, a.dtype) for a in case.args))
-    result = tidu.tensor_type(out.shape, out.dtype)
+    outs = case.op.infer_types(*(ops.TensorType(a.shape, a.dtype) for a in case.args))
+    results = [tidu.tensor_type(out.shape, out.dtype) for out in outs]
     op_class = tidu.op_class(type(case.op))
     assert issubclass(op_class, tidu.StructuralOperation)
-    block.add_ops([op := op_class.of_primitive(case.op, block.args, [result]),
-                   func.ReturnOp(op.results[0])])  # fmt: skip
-    module = ModuleOp([func.FuncOp("f", (types, [result]), Region(block))])
+    block.add_ops([op := op_class.of_primitive(case.op, block.args, results),
+                   func.ReturnOp(*op.results)])  # fmt: skip
+    module = ModuleOp([func.FuncOp("f", (types, results), Region(block))])
     module.verify()
     text = io.StringIO()
     Printer(stream=text).print_op(module)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile.frontend.matrix_norms import NUMPY_LINALG
 from tidu_compile.frontend.namespace import FUNCTIONS
 from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor
@@ -58,6 +59,8 @@ def _traced(tensors: list[Tensor]) -> bool:
 
 def _lookup(qualified: str, name: str) -> tuple[str, Callable[..., Any]] | None:
     """The tidu_compile function for numpy's ``qualified`` (``numpy.linalg.norm``) name."""
+    if qualified in NUMPY_LINALG:
+        return name, NUMPY_LINALG[qualified]
     candidates = [ALIASES.get(qualified), ALIASES.get(name) if qualified == name else None]
     if qualified == name:  # numpy's top-level namespace
         candidates.insert(0, name)

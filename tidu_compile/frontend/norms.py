@@ -11,13 +11,14 @@ vector: other p           ``sum(|x|^p)^(1/p)``, gradient 0 at 0
 matrix: None, 'fro'       ``sqrt(sum(|x|^2))`` over both axes
 matrix: 1, -1, inf, -inf  max/min over columns of the column sums of ``|x|`` (1, -1),
                           over rows of the row sums (inf, -inf)
+matrix: 2, -2, 'nuc'      the largest, smallest and sum of the singular values (``svd``;
+                          real matrices; the gradient is ``u vᵀ`` of a simple one)
 ========================  ===========================================================
 
 ``|x|`` of a complex element is its modulus (``|x|^2 = Re(x conj(x))``). The 2-norm
 (and a p-norm) of an all-zero slice has gradient 0, the minimum-norm subgradient (as
 PyTorch; the formula ``x / |x|`` gives NaN there, as JAX); ``abs`` gives max, min and
-the 1-norm gradient 0 at a zero element (``abs'(0) = 0``). Matrix norms by singular
-values (``ord`` 2, -2, 'nuc') are not supported.
+the 1-norm gradient 0 at a zero element (``abs'(0) = 0``).
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.frontend.elementwise import compare, conj, real, where
+from tidu_compile.frontend.factorizations import svdvals
 from tidu_compile.frontend.formulas import absolute
 from tidu_compile.frontend.promotion import astype, unary_input
 from tidu_compile.frontend.reductions import keep_dims, max, min, normalize_axes, sum
+from tidu_compile.frontend.shapes import moveaxis
 from tidu_compile.frontend.tensor import Tensor, apply1
 
 __all__ = ["norm"]
@@ -70,10 +73,10 @@ def _matrix_norm(x: Tensor, ord: Any, rows: int, columns: int) -> Tensor:
     if ord in (None, "fro"):
         return _root(sum(_squares(x), (rows, columns)), 2)
     if ord in (2, -2, "nuc"):
-        raise NotImplementedError(
-            f"norm: ord={ord!r} for matrices needs singular values, which tidu_compile "
-            "does not differentiate yet"
-        )
+        values = svdvals(moveaxis(x, (rows, columns), (-2, -1)))
+        if ord == "nuc":
+            return sum(values, -1)
+        return max(values, -1) if ord == 2 else min(values, -1)
     if ord in (1, -1):
         sums, over = sum(absolute(x), rows), columns - (columns > rows)
     elif ord in (math.inf, -math.inf):

@@ -10,9 +10,10 @@ The only change an autograd or JAX program needs. It holds:
   dtypes (``float32``, ``float64``, ``complex128``, ``int64``, ``bool_``, ``dtype``,
   ``finfo``...), and functions of shapes and dtypes only (``shape``, ``ndim``,
   ``result_type``...), which are numpy's own;
-* ``linalg`` (``norm`` only) and ``random`` (``tidu_compile.numpy.random``): numpy's,
-  for data; inside ``@tidu_compile.function`` its functions raise (a draw would be
-  frozen into the trace).
+* ``linalg`` (``tidu_compile.numpy.linalg``: solves, factorisations, norms,
+  differentiable) and ``random`` (``tidu_compile.numpy.random``): numpy's, for data;
+  inside ``@tidu_compile.function`` its functions raise (a draw would be frozen into
+  the trace).
 
 Constructors return constant tensors (no gradient). Any other numpy name raises
 ``AttributeError`` saying what to use instead: nothing here hands back plain numpy

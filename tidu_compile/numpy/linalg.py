@@ -1,8 +1,12 @@
 """``tidu_compile.numpy.linalg``: numpy's ``linalg`` names that tidu_compile differentiates.
 
-Only ``norm`` (``tidu_compile.norm``: vector and matrix norms, any axis). Any other
-``numpy.linalg`` name raises ``AttributeError`` saying so (``inv``, ``solve``, ``det``
-and the decompositions have no rules yet).
+``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, ``eigh``, ``eigvalsh``, ``svd``,
+``svdvals``, ``qr``, ``norm`` (every ord numpy has; 2, -2 and 'nuc' of matrices by
+singular values), ``pinv``, ``matrix_power``, ``lstsq`` (``frontend.factorizations``,
+``frontend.norms``), numpy 2's ``vector_norm``, ``matrix_norm``, ``cond``,
+``matrix_rank``, ``multi_dot`` (``frontend.matrix_norms``), ``matmul`` and
+``tensordot``: batched over leading axes, real dtypes. Any other
+``numpy.linalg`` name raises ``AttributeError`` saying so.
 """
 
 from __future__ import annotations
@@ -12,10 +16,38 @@ from typing import Any
 import numpy
 
 from tidu_compile.frontend import FUNCTIONS
+from tidu_compile.frontend.factorizations import (
+    cholesky,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    lstsq,
+    matrix_power,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    svdvals,
+)
+from tidu_compile.frontend.linalg import matmul
+from tidu_compile.frontend.matrix_norms import (
+    cond,
+    matrix_norm,
+    matrix_rank,
+    multi_dot,
+    vector_norm,
+)
+from tidu_compile.frontend.products import tensordot
 
 norm = FUNCTIONS["norm"]
 
-__all__ = ["norm"]
+__all__ = [
+    "cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm",
+    "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
+    "svd", "svdvals", "tensordot", "vector_norm",
+]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

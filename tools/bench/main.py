@@ -83,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="fewer repetitions, no n=1e7, small W4, W5, W6 (for tests)")
     parser.add_argument("--workload", metavar="W1,W3",
-                        help="comma-separated groups (W1..W6) or row names to run; "
+                        help="comma-separated groups (W1..W7) or row names to run; "
                         "'recording' instead: us per op recorded on the tape; 'step': "
                         "the W1 step against numpy by hand and jax.jit")
     parser.add_argument("--repeat", type=int, metavar="N",

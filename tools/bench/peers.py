@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 from tidu_compile.tools.bench import workloads_indexing as indexing
+from tidu_compile.tools.bench import workloads_linalg as linalg
 from tidu_compile.tools.bench.row import Workload, relative_errors
 from tidu_compile.tools.bench.timing import Policy, measure
 from tidu_compile.tools.bench.workloads import find_workload, w2_chain, w2_ops
@@ -117,6 +118,8 @@ def _torch_loss(workload: Workload, args: Sequence[Any]) -> Any:
 
     if workload.group in indexing.GROUPS:
         return indexing.torch_loss(workload, args)
+    if workload.group in linalg.GROUPS:
+        return linalg.torch_loss(workload, args)
     if workload.group == "W1":
         x, y = args
         return torch.sum(torch.tanh(x * y + torch.exp(-x)) * y)
@@ -166,6 +169,8 @@ def _jax_loss(workload: Workload, args: Sequence[Any]) -> Any:
 
     if workload.group in indexing.GROUPS:
         return indexing.jax_loss(workload, args)
+    if workload.group in linalg.GROUPS:
+        return linalg.jax_loss(workload, args)
     if workload.group == "W1":
         x, y = args
         return jnp.sum(jnp.tanh(x * y + jnp.exp(-x)) * y)

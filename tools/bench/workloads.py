@@ -19,7 +19,8 @@ the numpy, torch and jax columns of the per-op row.
 
 W1 ``sum(tanh(x*y + exp(-x)) * y)``; W2 a chain of scalar (0-d) mul/add/sin ops;
 W3 an MLP loss ``sum((tanh(X@W1 + b1)@W2 + b2 - Y)**2)``; W4 ``sum(exp(A - v[None,:])**2)``;
-W5 (integer labels) and W6 (einsum chains): ``workloads_indexing``.
+W5 (integer labels) and W6 (einsum chains): ``workloads_indexing``; W7 (a GP
+likelihood): ``workloads_linalg``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 
 from .row import Workload, recorded, seeded
 from .workloads_indexing import workloads as indexing_workloads
+from .workloads_linalg import workloads as linalg_workloads
 
 __all__ = [
     "GROUPS",
@@ -46,7 +48,7 @@ __all__ = [
     "w2_ops",
 ]
 
-GROUPS = ("W1", "W2", "W3", "W4", "W5", "W6")  # W5, W6: ``workloads_indexing``
+GROUPS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7")  # W5, W6: ``workloads_indexing``; W7: linalg
 
 
 def _sci(n: int) -> str:
@@ -361,6 +363,7 @@ def all_workloads(quick: bool = False) -> list[Workload]:
         make_w4(rows),
         make_w4(rows, composite=True),
         *indexing_workloads(quick),
+        *linalg_workloads(quick),
     ]
 
 
