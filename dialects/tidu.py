@@ -66,6 +66,7 @@ from .tidu_elementwise import (
     UnaryElementwiseOperation,
 )
 from .tidu_indexing import ConcatenateOp, GatherOp, PadOp, ScatterAddOp, SliceOp
+from .tidu_control import TracedPrimitiveAttr
 from .tidu_kernel import KernelOp, YieldOp
 from .tidu_reduce import ArgExtremumOperation, ReduceOperation
 from .tidu_scan import AlongAxisOperation
@@ -85,7 +86,7 @@ TiduCanonicalization.attach(PATTERNS)
 
 globals().update({op.__name__: op for op in STRUCTURAL_OPS})  # tidu.CumSumOp, ...
 
-Tidu = Dialect("tidu", [*OP_OF_PRIMITIVE.values(), KernelOp, YieldOp], [])
+Tidu = Dialect("tidu", [*OP_OF_PRIMITIVE.values(), KernelOp, YieldOp], [TracedPrimitiveAttr])
 
 
 __all__ = [

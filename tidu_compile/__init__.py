@@ -43,6 +43,7 @@ from tidu_compile.frontend import (
     tensor,
     use_executor,
 )
+from tidu_compile.frontend.control_flow import cond, fori_loop, scan, while_loop
 from tidu_compile.frontend.state import install_default_executor
 from tidu_compile.graph import (
     Derived,
@@ -90,6 +91,8 @@ __all__ = [
     "func", "linear_transpose", "linear_transpose_with_builder", "linearize", "no_grad",
     "resolve",
     "set_default_executor", "tensor", "use_executor", *FUNCTIONS,
+    # control flow (tidu_compile.frontend.control_flow)
+    "cond", "fori_loop", "scan", "while_loop",
 ]  # fmt: skip
 
 
