@@ -44,13 +44,13 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.ad import ADRuleError, ADRuleKind
+from tidu_compile.evaluation import evaluate_graph
 from tidu_compile.graph import Linearized, Primary
 from tidu_compile.node_graphs import jvp_graph, vjp_graph
 from tidu_compile.ops.base import (
     DIFFERENTIABLE_DTYPES,
     TensorOp,
     TensorType,
-    apply,
     primitive,
     refs,
 )
@@ -69,7 +69,8 @@ def _stacked(t: TensorType, length: int) -> TensorType:
 
 
 def _zeros(b: Any, t: TensorType) -> int:
-    return apply(b, Constant(0.0, t.shape, t.dtype), [])
+    """A zero tangent or cotangent: a linear op with no inputs."""
+    return b.add_primitive(Constant(0.0, t.shape, t.dtype), [], Linearized(()))[0]
 
 
 def _add_linear(b: Any, op: TensorOp, inputs: Sequence[Any], mask: Sequence[bool]) -> list[int]:
@@ -174,6 +175,24 @@ class Scan(ControlFlow):
             for stacked, y in zip(ys, outputs[self.carries :], strict=True):
                 stacked[t] = y
         return (*(np.array(c, copy=True) for c in carry), *ys)
+
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The loop unrolled in Python, each step ``evaluate_graph`` of the body."""
+        layout = self.layout
+        carry = list(arrays[layout.carry_slice])
+        rows: list[list[np.ndarray]] = []
+        steps = range(self.length - 1, -1, -1) if self.reverse else range(self.length)
+        for t in steps:
+            values = [*arrays[: layout.consts], *carry, *(x[t] for x in arrays[layout.x_slice])]
+            outputs = evaluate_graph(self.body.graph, dict(zip(self.body.recorded.input_keys,
+                                                               values, strict=True)))  # fmt: skip
+            carry, row = outputs[: self.carries], outputs[self.carries :]
+            rows.append(row)
+        if self.reverse:
+            rows.reverse()
+        ys = [np.array([row[j] for row in rows], dtype=t.dtype).reshape(self.length, *t.shape)
+              for j, t in enumerate(self.body.output_types[self.carries :])]  # fmt: skip
+        return (*carry, *ys)
 
     # ------------------------------------------------------------------ JVP
 
@@ -349,6 +368,11 @@ class Cond(ControlFlow):
         body = self.true_body if bool(arrays[0]) else self.false_body
         return tuple(np.array(v, copy=True) for v in run_body(body)(list(arrays[1:])))
 
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        body = self.true_body if arrays[0] else self.false_body
+        inputs = dict(zip(body.recorded.input_keys, arrays[1:], strict=True))
+        return tuple(evaluate_graph(body.graph, inputs))
+
     def jvp_rule(self, b, xs, ys, ts, ctx):  # type: ignore[no-untyped-def]
         types = self.true_body.input_types
         present = [ts[i + 1] is not None and _differentiable(t) for i, t in enumerate(types)]
@@ -454,6 +478,18 @@ class WhileLoop(ControlFlow):
         while bool(test([*cond_consts, *carry])[0]):
             carry = [np.asarray(c) for c in step([*body_consts, *carry])]
         return tuple(np.array(c, copy=True) for c in carry)
+
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        split = len(arrays) - self.carries
+        carry = list(arrays[split:])
+
+        def run(body: Body, consts: Sequence[np.ndarray]) -> list[np.ndarray]:
+            inputs = dict(zip(body.recorded.input_keys, [*consts, *carry], strict=True))
+            return evaluate_graph(body.graph, inputs)
+
+        while run(self.cond_body, arrays[: self.cond_consts])[0]:
+            carry = run(self.body, arrays[self.cond_consts : split])
+        return tuple(carry)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):  # type: ignore[no-untyped-def]
         raise ADRuleError.invalid_input(
