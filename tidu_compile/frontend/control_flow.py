@@ -26,7 +26,7 @@ import numpy as np
 
 from tidu_compile.ad import Name
 from tidu_compile.frontend.comparisons import less
-from tidu_compile.frontend.composite_function import _Capture
+from tidu_compile.frontend.composite_function import _Capture, _splat_constant
 from tidu_compile.frontend.state import current_capture, get_default_executor, set_capture
 from tidu_compile.frontend.tensor import Tensor, apply_op, as_tensor
 from tidu_compile.frontend.trees import leaves, map_leaves
@@ -54,8 +54,9 @@ class _BodyCapture(_Capture):
         found = self.ids.get(id(tensor))
         if found is not None:
             return found
-        if not tensor._requires_grad and not self.is_traced(tensor) and tensor._data.size <= 1:
-            return super().local_id(tensor)  # a number: a constant the kernels inline
+        if (not tensor._requires_grad and not self.is_traced(tensor)
+                and _splat_constant(tensor._data) is not None):  # fmt: skip
+            return super().local_id(tensor)  # a filled constant the kernels inline
         local_id = self.builder.add_input(Name(f"closure{len(self.closed)}"))
         self.closed.append(tensor)
         self._bind(tensor, local_id)

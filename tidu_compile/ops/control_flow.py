@@ -77,6 +77,21 @@ def _add_linear(b: Any, op: TensorOp, inputs: Sequence[Any], mask: Sequence[bool
     return b.add_primitive(op, refs(inputs), Linearized(tuple(mask)))
 
 
+def _only_linear_tangents(linear: tuple[bool, ...], ts: Sequence[Any]) -> bool:
+    """Whether every tangent present is on an input the op is linear in."""
+    return bool(linear) and all(t is None or lin for t, lin in zip(ts, linear, strict=True))
+
+
+def _linear_jvp(b: Any, op: TensorOp, types: Sequence[TensorType], xs: Sequence[Any],
+                ts: Sequence[Any]) -> list[int | None]:  # fmt: skip
+    """The JVP of an op linear in its ``linear`` inputs, tangents on those only: the op
+    itself on the tangents (zeros where absent), its other inputs unchanged."""
+    linear = op.linear  # type: ignore[attr-defined]
+    inputs = [(t if t is not None else _zeros(b, ty)) if lin else x
+              for x, t, lin, ty in zip(xs, ts, linear, types, strict=True)]  # fmt: skip
+    return list(_add_linear(b, op, inputs, linear))
+
+
 class ControlFlow(TensorOp):
     """Base of the ops holding traced bodies: run between kernels by design, each
     iteration a call of the body's own program."""
@@ -114,6 +129,8 @@ class Scan(ControlFlow):
     length: int
     reverse: bool = False
     saves: bool = False
+    #: The inputs the scan is linear in, jointly (the rules' linear scans; empty: none).
+    linear: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
         inputs, outputs = self.body.input_types, self.body.output_types
@@ -203,6 +220,8 @@ class Scan(ControlFlow):
         return b.finish([*outputs, *b.inputs[self.layout.carry_slice]])
 
     def jvp_rule(self, b, xs, ys, ts, ctx):  # type: ignore[no-untyped-def]
+        if _only_linear_tangents(self.linear, ts):
+            return _linear_jvp(b, self, self.body.input_types, xs, ts)
         layout, types = self.layout, self.body.input_types
         if self.saves:
             history = list(ys[len(ys) - self.carries :])
@@ -241,13 +260,13 @@ class Scan(ControlFlow):
                 wanted.append(j)
         lin_outputs = [lb.zeros(outputs_types[j]) if jvp.results[j] is None
                        else produced[jvp.results[j]] for j in wanted]  # fmt: skip
-        linear_scan = Scan(lb.finish(lin_outputs), len(consts) + len(t_consts), len(t_carries),
-                           self.length, self.reverse)  # fmt: skip
         carry_tangents = [ts[i] if ts[i] is not None else _zeros(b, types[i]) for i in t_carries]
         inputs = ([xs[i] for i in consts] + [ts[i] for i in t_consts] + carry_tangents
                   + list(history) + [xs[i] for i in x_ids] + [ts[i] for i in t_xs])  # fmt: skip
         mask = ([False] * len(consts) + [True] * (len(t_consts) + len(t_carries))
                 + [False] * (len(carries) + len(x_ids)) + [True] * len(t_xs))  # fmt: skip
+        linear_scan = Scan(lb.finish(lin_outputs), len(consts) + len(t_consts), len(t_carries),
+                           self.length, self.reverse, linear=tuple(mask))  # fmt: skip
         results = _add_linear(b, linear_scan, inputs, mask)
         tangents: list[int | None] = [None] * len(outputs_types)
         for j, r in zip(wanted, results, strict=True):
@@ -306,14 +325,14 @@ class Scan(ControlFlow):
             body_outputs.append(acc if c is None else tb.add(acc, c))
         x_out = [i for i in x_ids if mask[i] and cotangent(i) is not None]
         body_outputs += [cotangent(i) for i in x_out]  # type: ignore[misc]
-        transposed = Scan(tb.finish(body_outputs), n_kin, n_c + n_ka, self.length,
-                          not self.reverse)  # fmt: skip
         seeds = [cts[j] if cts[j] is not None else _zeros(b, outputs_types[j])
                  for j in range(self.carries)]  # fmt: skip
         operands = ([inputs[i] for i in k_in] + seeds + [_zeros(b, types[i]) for i in k_active]
                     + [inputs[i] for i in x_in] + [cts[j] for j in y_slots])  # fmt: skip
         op_mask = ([False] * n_kin + [True] * (n_c + n_ka) + [False] * n_xin
                    + [True] * len(y_slots))  # fmt: skip
+        transposed = Scan(tb.finish(body_outputs), n_kin, n_c + n_ka, self.length,
+                          not self.reverse, linear=tuple(op_mask))  # fmt: skip
         results = _add_linear(b, transposed, operands, op_mask)
         cotangents: list[int | None] = [None] * len(types)
         for n, i in enumerate(range(layout.consts, layout.consts + layout.carries)):
@@ -343,6 +362,8 @@ class Cond(ControlFlow):
 
     true_body: Body
     false_body: Body
+    #: The inputs the cond is linear in, jointly (the rules' linear conds; empty: none).
+    linear: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
         _check_branches(self, self.true_body, self.false_body, "branches")
@@ -375,6 +396,8 @@ class Cond(ControlFlow):
 
     def jvp_rule(self, b, xs, ys, ts, ctx):  # type: ignore[no-untyped-def]
         types = self.true_body.input_types
+        if _only_linear_tangents(self.linear, ts):
+            return _linear_jvp(b, self, (TensorType((), "bool"), *types), xs, ts)
         present = [ts[i + 1] is not None and _differentiable(t) for i, t in enumerate(types)]
         jvps = [jvp_graph(body.recorded, present) for body in (self.true_body, self.false_body)]
         outputs = self.true_body.output_types
@@ -389,7 +412,7 @@ class Cond(ControlFlow):
                                      else produced[g.results[j]] for j in wanted]))  # fmt: skip
         tangents_in = [ts[i + 1] for i, p in enumerate(present) if p]
         mask = [False] * (1 + len(types)) + [True] * len(tangents_in)
-        results = _add_linear(b, Cond(*bodies), [*xs, *tangents_in], mask)
+        results = _add_linear(b, Cond(*bodies, linear=tuple(mask)), [*xs, *tangents_in], mask)
         tangents: list[int | None] = [None] * len(outputs)
         for j, r in zip(wanted, results, strict=True):
             tangents[j] = r
@@ -418,7 +441,7 @@ class Cond(ControlFlow):
                                      else produced[g.results[i]] for i in active]))  # fmt: skip
         operands = [inputs[0], *(inputs[i + 1] for i in inactive), *(cts[j] for j in slots)]
         op_mask = [False] * (1 + len(inactive)) + [True] * len(slots)
-        results = _add_linear(b, Cond(*bodies), operands, op_mask)
+        results = _add_linear(b, Cond(*bodies, linear=tuple(op_mask)), operands, op_mask)
         cotangents: list[int | None] = [None] * (1 + len(types))
         for i, r in zip(active, results, strict=True):
             cotangents[i + 1] = r
