@@ -42,6 +42,7 @@ from .tidu_base import (
 )
 from .tidu_canonicalize import PATTERNS
 from .tidu_constant import ConstantOp
+from .tidu_control import TracedPrimitiveAttr
 from .tidu_elementwise import (
     COMPARE_DIRECTIONS,
     AddOp,
@@ -66,7 +67,6 @@ from .tidu_elementwise import (
     UnaryElementwiseOperation,
 )
 from .tidu_indexing import ConcatenateOp, GatherOp, PadOp, ScatterAddOp, SliceOp
-from .tidu_control import TracedPrimitiveAttr
 from .tidu_kernel import KernelOp, YieldOp
 from .tidu_reduce import ArgExtremumOperation, ReduceOperation
 from .tidu_scan import AlongAxisOperation

@@ -5,7 +5,11 @@ bodies are graphs, not IR: the op keeps it as a `#tidu.traced` attribute printed
 primitive's text (its bodies by digest), and runs in the plan as a library step that
 calls the body's own compiled program once per iteration:
 
-    %c, %ys = tidu.scan %w, %h0, %xs, op = #tidu.traced<"Scan(body=Body(3f9c...:3->2), consts=1, carries=1, length=1000, reverse=False, saves=True)"> : tensor<4x4xf64>, tensor<4xf64>, tensor<1000x4xf64> -> tensor<4xf64>, tensor<1000x4xf64>
+    %c, %ys = tidu.scan %w, %h0, %xs,
+        op = #tidu.traced<"Scan(body=Body(3f9c...:3->2), consts=1, carries=1, length=1000, ...)">
+        : tensor<4x4xf64>, tensor<4xf64>, tensor<1000x4xf64> -> tensor<4xf64>, tensor<1000x4xf64>
+
+(one line in the printed IR).
 
 The text form prints for reading; it cannot be parsed back (a body is not in it).
 """
@@ -73,7 +77,9 @@ class ControlFlowOperation(StructuralOperation):
     def verify_(self) -> None:
         primitive = self.op.data
         if not isinstance(primitive, self.PRIMITIVE):
-            raise VerifyException(f"{self.name}: holds {primitive!r}, not a {self.PRIMITIVE.__name__}")
+            raise VerifyException(
+                f"{self.name}: holds {primitive!r}, not a {self.PRIMITIVE.__name__}"
+            )
         try:
             expected = primitive.infer_types(*(op_type(v.type) for v in self.inputs))
         except (ValueError, TypeError) as error:

@@ -34,7 +34,9 @@ def executor(request: pytest.FixtureRequest) -> Iterator[tc.BackwardExecutor]:
         assert chosen.stats.fallbacks == 0, chosen.stats.errors
 
 
-def _central_differences(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+def _central_differences(
+    f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6
+) -> np.ndarray:
     grad = np.zeros_like(x)
     for i in np.ndindex(x.shape):
         step = np.zeros_like(x)
@@ -114,7 +116,9 @@ def _mlp(params: dict[str, tc.Tensor]) -> Callable[[tc.Tensor], tc.Tensor]:
     return lambda y: tc.tanh(y @ params["w1"] + params["b1"]) @ params["w2"]
 
 
-def _rk4(params: dict[str, tc.Tensor], y0: tc.Tensor, steps: int, dt: float, *, loop: bool) -> tc.Tensor:
+def _rk4(
+    params: dict[str, tc.Tensor], y0: tc.Tensor, steps: int, dt: float, *, loop: bool
+) -> tc.Tensor:
     f = _mlp(params)
 
     def step(y: tc.Tensor) -> tc.Tensor:

@@ -16,14 +16,14 @@ def scan_body(shape: tuple[int, ...], dtype: str) -> Body:
     t = TensorType(shape, dtype)
     b = BodyBuilder([t, t, t])
     k, c, x = b.inputs
-    (ck,) = b._add(ops.Mul(), [c, k])
+    (ck,) = b.operation(ops.Mul(), [c, k])
     if dtype.startswith("complex"):
-        (e,) = b._add(ops.Exp(), [ck])
-        (new,) = b._add(ops.Add(), [e, x])
+        (e,) = b.operation(ops.Exp(), [ck])
+        (new,) = b.operation(ops.Add(), [e, x])
     else:
-        (s,) = b._add(ops.Add(), [ck, x])
-        (new,) = b._add(ops.Tanh(), [s])
-    (y,) = b._add(ops.Mul(), [new, x])
+        (s,) = b.operation(ops.Add(), [ck, x])
+        (new,) = b.operation(ops.Tanh(), [s])
+    (y,) = b.operation(ops.Mul(), [new, x])
     return b.finish([new, y])
 
 
@@ -38,8 +38,8 @@ def scan_op(shape: tuple[int, ...], dtype: str, length: int, *, reverse: bool = 
 def cond_op(shape: tuple[int, ...], dtype: str) -> ops.Cond:
     t = TensorType(shape, dtype)
     first, second = BodyBuilder([t, t]), BodyBuilder([t, t])
-    (product,) = first._add(ops.Mul(), first.inputs)
-    (e,) = second._add(ops.Exp(), [second.inputs[0]])
+    (product,) = first.operation(ops.Mul(), first.inputs)
+    (e,) = second.operation(ops.Exp(), [second.inputs[0]])
     return ops.Cond(first.finish([product]), second.finish([second.add(e, second.inputs[1])]))
 
 
@@ -47,8 +47,8 @@ def while_op(shape: tuple[int, ...]) -> ops.WhileLoop:
     """``while sum(c) < bound: c = c + c + one`` on int64 (``bound`` and ``one`` 0-d)."""
     bound, carry = TensorType((), "int64"), TensorType(shape, "int64")
     test = BodyBuilder([bound, carry])
-    (total,) = test._add(ops.ReduceSum(tuple(range(len(shape))), shape), [test.inputs[1]])
-    (below,) = test._add(ops.Compare("lt"), [total, test.inputs[0]])
+    (total,) = test.operation(ops.ReduceSum(tuple(range(len(shape))), shape), [test.inputs[1]])
+    (below,) = test.operation(ops.Compare("lt"), [total, test.inputs[0]])
     step = BodyBuilder([carry, carry])
     one, c = step.inputs
     return ops.WhileLoop(test.finish([below]), step.finish([step.add(step.add(c, c), one)]), 1)

@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from helpers import random_array, widen_dtype
 from control_flow_cases import cond_op, scan_op, while_op
+from helpers import random_array, widen_dtype
 from ties import can_tie, is_index_op, is_selection, tied_inputs
 
 from tidu_compile import ops

@@ -78,7 +78,7 @@ RETAINED_OPS: tuple[type[TensorOp], ...] = (DotGeneral, ReduceSum, ReduceMax, Re
 RETAINED_OPERANDS_OF: tuple[type[TensorOp], ...] = (DotGeneral,)
 
 
-def _splat_constant(data: np.ndarray) -> Constant | None:
+def splat_constant(data: np.ndarray) -> Constant | None:
     """A ``Constant`` op for data holding one repeated float/complex value, else None."""
     if data.dtype.name not in DIFFERENTIABLE_DTYPES or data.size == 0:
         return None
@@ -89,7 +89,7 @@ def _splat_constant(data: np.ndarray) -> Constant | None:
     return Constant(value, tuple(data.shape), data.dtype.name)
 
 
-class _Capture:
+class Capture:
     """The graph being traced: tensors (by identity) -> local value ids."""
 
     def __init__(self, arguments: list[Tensor], name: str) -> None:
@@ -122,7 +122,7 @@ class _Capture:
                 "tidu_compile.function: the function uses a tensor that requires gradients "
                 "but is not one of its arguments; pass it as an argument"
             )
-        splat = _splat_constant(tensor._data)
+        splat = splat_constant(tensor._data)
         if splat is not None:  # Python numbers: a constant op the kernel inlines
             (local_id,) = self.builder.add_operation(splat, [], Primary())
             self._bind(tensor, local_id)
@@ -315,7 +315,7 @@ def function(fn: F | None = None, *, max_traces: int = 64) -> Any:
 def _trace(
     fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], inputs: list[Tensor]
 ) -> _Traced:
-    capture = _Capture(inputs, getattr(fn, "__qualname__", repr(fn)))
+    capture = Capture(inputs, getattr(fn, "__qualname__", repr(fn)))
     set_capture(capture)
     try:
         result = fn(*args, **kwargs)

@@ -26,7 +26,7 @@ import numpy as np
 
 from tidu_compile.ad import Name
 from tidu_compile.frontend.comparisons import less
-from tidu_compile.frontend.composite_function import _Capture, _splat_constant
+from tidu_compile.frontend.composite_function import Capture, splat_constant
 from tidu_compile.frontend.state import current_capture, get_default_executor, set_capture
 from tidu_compile.frontend.tensor import Tensor, apply_op, as_tensor
 from tidu_compile.frontend.trees import leaves, map_leaves
@@ -39,7 +39,7 @@ __all__ = ["cond", "fori_loop", "scan", "while_loop"]
 install_body_executor(get_default_executor)  # loop bodies run on the current executor
 
 
-class _BodyCapture(_Capture):
+class _BodyCapture(Capture):
     """A body being traced: tensors from outside it (closures) become inputs."""
 
     def __init__(self, arguments: list[Tensor], name: str, outer: Any) -> None:
@@ -48,14 +48,15 @@ class _BodyCapture(_Capture):
         self.closed: list[Tensor] = []
 
     def is_traced(self, tensor: Tensor) -> bool:
-        return super().is_traced(tensor) or (self.outer is not None and self.outer.is_traced(tensor))
+        outer = self.outer
+        return super().is_traced(tensor) or (outer is not None and outer.is_traced(tensor))
 
     def local_id(self, tensor: Tensor) -> int:
         found = self.ids.get(id(tensor))
         if found is not None:
             return found
         if (not tensor._requires_grad and not self.is_traced(tensor)
-                and _splat_constant(tensor._data) is not None):  # fmt: skip
+                and splat_constant(tensor._data) is not None):  # fmt: skip
             return super().local_id(tensor)  # a filled constant the kernels inline
         local_id = self.builder.add_input(Name(f"closure{len(self.closed)}"))
         self.closed.append(tensor)
@@ -63,7 +64,9 @@ class _BodyCapture(_Capture):
         return local_id
 
 
-def _trace(name: str, arguments: list[Tensor], call: Callable[[list[Tensor]], Any]) -> tuple[_BodyCapture, Any]:
+def _trace(
+    name: str, arguments: list[Tensor], call: Callable[[list[Tensor]], Any]
+) -> tuple[_BodyCapture, Any]:
     """Run ``call`` on ``arguments`` (fresh tensors) under a body capture."""
     outer = current_capture()
     capture = _BodyCapture(arguments, name, outer)
@@ -110,17 +113,18 @@ def _check_same_tree(name: str, before: Any, after: Any, what: str) -> None:
 def _check_carry_types(name: str, before: Sequence[Tensor], after: Sequence[Tensor]) -> None:
     for i, (a, b) in enumerate(zip(before, after, strict=True)):
         if type_of(a._data) != type_of(b._data):
-            raise TypeError(f"{name}: carry leaf {i} enters as {type_of(a._data)} and leaves as "
-                            f"{type_of(b._data)}; a carry must keep its shape and dtype (convert "
-                            "the initial value with .astype or tc.tensor(..., dtype=...))")  # fmt: skip
+            raise TypeError(
+                f"{name}: carry leaf {i} enters as {type_of(a._data)} and leaves as "
+                f"{type_of(b._data)}; a carry must keep its shape and dtype (convert the "
+                "initial value with .astype or tc.tensor(..., dtype=...))"
+            )
 
 
-def _body(graph: Graph, closed: int, inputs: Sequence[TensorType], order: Sequence[int],
+def _body(graph: Graph, inputs: Sequence[TensorType], order: Sequence[int],
           extra_outputs: Sequence[int] = ()) -> Body:  # fmt: skip
     """The body with inputs ``inputs`` whose traced ``graph`` reads input ``order[k]``
-    as its input ``k`` (its arguments then its ``closed`` closures); ``extra_outputs``
-    are inputs returned after the graph's outputs."""
-    del closed
+    as its input ``k`` (the trace's arguments, then its closures); ``extra_outputs`` are
+    inputs returned after the graph's outputs."""
     b = BodyBuilder(inputs)
     outputs = b.inline(graph, [b.inputs[k] for k in order])
     return b.finish([*outputs, *(b.inputs[k] for k in extra_outputs)])
@@ -174,7 +178,7 @@ def scan(
     types = [*(type_of(t._data) for t in closed), *(type_of(t._data) for t in arguments)]
     order = [*range(n_k, n_k + n_c + n_x), *range(n_k)]  # the trace: arguments, closures
     history = () if checkpoint else tuple(range(n_k, n_k + n_c))
-    op = Scan(_body(graph, n_k, types, order, history), n_k, n_c, steps, bool(reverse),
+    op = Scan(_body(graph, types, order, history), n_k, n_c, steps, bool(reverse),
               saves=not checkpoint)  # fmt: skip
     results = apply_op(op, [*closed, *carries, *x_leaves])
     final = results[:n_c]
@@ -231,14 +235,16 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
     for capture, outputs in ((test_capture, test_out), (step_capture, step_out)):
         n_k = len(capture.closed)
         types = [*(type_of(t._data) for t in capture.closed), *(type_of(t._data) for t in carries)]
-        bodies.append(_body(_graph(capture, outputs), n_k, types,
+        bodies.append(_body(_graph(capture, outputs), types,
                             [*range(n_k, n_k + n_c), *range(n_k)]))  # fmt: skip
     op = WhileLoop(bodies[0], bodies[1], len(test_capture.closed))
     results = apply_op(op, [*test_capture.closed, *step_capture.closed, *carries])
     return _rebuild(init, results)
 
 
-def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
+def cond(
+    pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any
+) -> Any:
     """``jax.lax.cond``: ``true_fun(*operands) if pred else false_fun(*operands)``, as ONE
     primitive (both branches traced; they must return the same structure and types)."""
     predicate = as_tensor(pred)
@@ -259,15 +265,16 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
     traced = [_trace(getattr(fn, "__qualname__", "cond branch"), _fresh(values), branch(fn))
               for fn in (true_fun, false_fun)]  # fmt: skip
     if _shape_of_tree(trees[0]) != _shape_of_tree(trees[1]):
-        raise TypeError(f"cond: the branches return different structures: "
-                        f"{_shape_of_tree(trees[0])!r} and {_shape_of_tree(trees[1])!r}")  # fmt: skip
+        first, second = _shape_of_tree(trees[0]), _shape_of_tree(trees[1])
+        raise TypeError(f"cond: the branches return different structures: {first!r} and "
+                        f"{second!r}")  # fmt: skip
     closed = [t for capture, _ in traced for t in capture.closed]
     types = [*(type_of(t._data) for t in values), *(type_of(t._data) for t in closed)]
     n_v, offset, bodies = len(values), len(values), []
     for capture, outputs in traced:
         n_k = len(capture.closed)
         order = [*range(n_v), *range(offset, offset + n_k)]
-        bodies.append(_body(_graph(capture, outputs), n_k, types, order))
+        bodies.append(_body(_graph(capture, outputs), types, order))
         offset += n_k
     results = apply_op(Cond(bodies[0], bodies[1]), [predicate, *values, *closed])
     return _rebuild(trees[0], results)

@@ -21,13 +21,13 @@ from tidu_compile.ops.base import (
 )
 from tidu_compile.ops.binary_math import *  # noqa: F403
 from tidu_compile.ops.complex_ops import *  # noqa: F403
+from tidu_compile.ops.control_flow import *  # noqa: F403
 from tidu_compile.ops.elementwise import *  # noqa: F403
 from tidu_compile.ops.elementwise import Elementwise, Unary
 from tidu_compile.ops.indexing import *  # noqa: F403
 from tidu_compile.ops.joining import *  # noqa: F403
 from tidu_compile.ops.piecewise import *  # noqa: F403
 from tidu_compile.ops.reductions import *  # noqa: F403
-from tidu_compile.ops.control_flow import *  # noqa: F403
 from tidu_compile.ops.scan import *  # noqa: F403
 from tidu_compile.ops.structural import *  # noqa: F403
 from tidu_compile.ops.unary_math import *  # noqa: F403

@@ -219,7 +219,7 @@ class Scan(ControlFlow):
         outputs = b.inline(self.body.graph, b.inputs)
         return b.finish([*outputs, *b.inputs[self.layout.carry_slice]])
 
-    def jvp_rule(self, b, xs, ys, ts, ctx):  # type: ignore[no-untyped-def]
+    def jvp_rule(self, b, xs, ys, ts, ctx):
         if _only_linear_tangents(self.linear, ts):
             return _linear_jvp(b, self, self.body.input_types, xs, ts)
         layout, types = self.layout, self.body.input_types
@@ -275,12 +275,13 @@ class Scan(ControlFlow):
 
     # ------------------------------------------------------------ transpose
 
-    def transpose_rule(self, b, cts, inputs, role, ctx):  # type: ignore[no-untyped-def]
+    def transpose_rule(self, b, cts, inputs, role, ctx):
         layout, types = self.layout, self.body.input_types
         mask = role.active_mask
         if not all(mask[layout.carry_slice]):
-            raise ADRuleError.invalid_input(self, ADRuleKind.TRANSPOSE,
-                                            "every carry of a linear scan must be linear")  # fmt: skip
+            raise ADRuleError.invalid_input(
+                self, ADRuleKind.TRANSPOSE, "every carry of a linear scan must be linear"
+            )
         consts = range(layout.consts)
         x_ids = range(layout.consts + layout.carries, len(types))
         k_in = [i for i in consts if not mask[i]]
@@ -292,8 +293,10 @@ class Scan(ControlFlow):
         vjp = vjp_graph(self.body.recorded, slots, mask)
         carry_types = [types[i] for i in range(layout.consts, layout.consts + layout.carries)]
         # transposed body inputs: K_in | ct_c, acc_K | X_in, ct_y
-        tb = BodyBuilder([*(types[i] for i in k_in), *carry_types, *(types[i] for i in k_active),
-                          *(types[i] for i in x_in), *(outputs_types[j] for j in y_slots)])  # fmt: skip
+        tb = BodyBuilder([
+            *(types[i] for i in k_in), *carry_types, *(types[i] for i in k_active),
+            *(types[i] for i in x_in), *(outputs_types[j] for j in y_slots),
+        ])  # fmt: skip
         n_kin, n_c, n_ka, n_xin = len(k_in), self.carries, len(k_active), len(x_in)
         at = iter(tb.inputs)
         kin_ids = [next(at) for _ in range(n_kin)]
@@ -394,7 +397,7 @@ class Cond(ControlFlow):
         inputs = dict(zip(body.recorded.input_keys, arrays[1:], strict=True))
         return tuple(evaluate_graph(body.graph, inputs))
 
-    def jvp_rule(self, b, xs, ys, ts, ctx):  # type: ignore[no-untyped-def]
+    def jvp_rule(self, b, xs, ys, ts, ctx):
         types = self.true_body.input_types
         if _only_linear_tangents(self.linear, ts):
             return _linear_jvp(b, self, (TensorType((), "bool"), *types), xs, ts)
@@ -402,7 +405,8 @@ class Cond(ControlFlow):
         jvps = [jvp_graph(body.recorded, present) for body in (self.true_body, self.false_body)]
         outputs = self.true_body.output_types
         wanted = [j for j, t in enumerate(outputs)
-                  if _differentiable(t) and any(g.results[j] is not None for g in jvps)]  # fmt: skip
+                  if _differentiable(t) and any(g.results[j] is not None
+                                                for g in jvps)]  # fmt: skip
         tangent_types = [t for t, p in zip(types, present, strict=True) if p]
         bodies = []
         for g in jvps:
@@ -418,14 +422,15 @@ class Cond(ControlFlow):
             tangents[j] = r
         return tangents
 
-    def transpose_rule(self, b, cts, inputs, role, ctx):  # type: ignore[no-untyped-def]
+    def transpose_rule(self, b, cts, inputs, role, ctx):
         mask = role.active_mask[1:]
         types = self.true_body.input_types
         outputs = self.true_body.output_types
         slots = [j for j, c in enumerate(cts) if c is not None]
         vjps = [vjp_graph(body.recorded, slots, mask) for body in (self.true_body, self.false_body)]
         inactive = [i for i, m in enumerate(mask) if not m]
-        active = [i for i, m in enumerate(mask) if m and any(g.results[i] is not None for g in vjps)]
+        active = [i for i, m in enumerate(mask)
+                  if m and any(g.results[i] is not None for g in vjps)]  # fmt: skip
         bodies = []
         for g in vjps:
             tb = BodyBuilder([*(types[i] for i in inactive), *(outputs[j] for j in slots)])
@@ -470,8 +475,10 @@ class WhileLoop(ControlFlow):
             raise TypeError("while_loop: cond_fun and body_fun take different carries")
         for i, (before, after) in enumerate(zip(carries, self.body.output_types, strict=True)):
             if before != after:
-                raise TypeError(f"while_loop: carry {i} enters body_fun as {before} and leaves "
-                                f"it as {after}; a carry must keep its shape and dtype")  # fmt: skip
+                raise TypeError(
+                    f"while_loop: carry {i} enters body_fun as {before} and leaves it as "
+                    f"{after}; a carry must keep its shape and dtype"
+                )
 
     @property
     def carries(self) -> int:
@@ -514,12 +521,12 @@ class WhileLoop(ControlFlow):
             carry = run(self.body, arrays[self.cond_consts : split])
         return tuple(carry)
 
-    def jvp_rule(self, b, xs, ys, ts, ctx):  # type: ignore[no-untyped-def]
+    def jvp_rule(self, b, xs, ys, ts, ctx):
         raise ADRuleError.invalid_input(
             self, ADRuleKind.JVP,
             "while_loop is forward only (its trip count depends on the data); for a "
             "derivative use tc.scan, or tc.fori_loop with Python int bounds",
         )
 
-    def transpose_rule(self, b, cts, inputs, role, ctx):  # type: ignore[no-untyped-def]
+    def transpose_rule(self, b, cts, inputs, role, ctx):
         raise ADRuleError.unsupported(self, ADRuleKind.TRANSPOSE)

@@ -27,7 +27,7 @@ import numpy as np
 from tidu_compile.ad import Name
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.graph import Graph, GraphBuilder, Local, Primary
-from tidu_compile.ops.base import TensorType, type_of
+from tidu_compile.ops.base import TensorType
 from tidu_compile.ops.complex_ops import Constant
 from tidu_compile.ops.elementwise import Add
 from tidu_compile.printing import graph_to_text
@@ -80,12 +80,6 @@ class Body:
     def __reduce__(self) -> tuple[Any, ...]:
         return (Body, (self.graph, self.input_types))
 
-    def text(self) -> str:
-        """The body's graph as text, with its input types."""
-        return graph_to_text(self.graph, "body") + "\n  types " + ", ".join(
-            map(str, self.input_types)
-        )
-
     def evaluate(self, values: Sequence[Any]) -> list[np.ndarray]:
         """The outputs for ``values``, op by op with numpy."""
         data: list[Any] = [None] * len(self.graph.values)
@@ -108,14 +102,17 @@ def install_body_executor(getter: Callable[[], Any] | None) -> None:
 
 
 def run_body(body: Body) -> Callable[[Sequence[Any]], list[Any]]:
-    """How to run ``body`` for the rest of one loop: the executor's ``run_graph`` (a
-    compiled program on a ``CompiledExecutor``), else ``body.evaluate``."""
+    """How to run ``body`` for the rest of one loop: the executor's ``graph_runner`` (on
+    a ``CompiledExecutor``: the body's compiled program, looked up once) or
+    ``run_graph``, else ``body.evaluate``."""
     getter = _BODY_EXECUTOR[0]
     executor = getter() if getter is not None else None
-    run_graph = getattr(executor, "run_graph", None)
-    if run_graph is None or not body.graph.operations:
+    if executor is None or not body.graph.operations:
         return body.evaluate
-    recorded = body.recorded
+    graph_runner = getattr(executor, "graph_runner", None)
+    if graph_runner is not None:  # a CompiledExecutor: the bound plan, looked up once
+        return graph_runner(body.recorded)  # type: ignore[no-any-return]
+    run_graph, recorded = executor.run_graph, body.recorded
     return lambda values: run_graph(recorded, list(values))
 
 
@@ -133,7 +130,8 @@ class BodyBuilder:
         self.inputs = [self.builder.add_input(Name(f"in{i}")) for i in range(len(input_types))]
         self.types: dict[int, TensorType] = dict(zip(self.inputs, self.input_types, strict=True))
 
-    def _add(self, op: Any, inputs: Sequence[int], role: Any = None) -> list[int]:
+    def operation(self, op: Any, inputs: Sequence[int], role: Any = None) -> list[int]:
+        """Add ``op`` on ``inputs`` (local ids); returns its outputs."""
         ids = self.builder.add_operation(op, list(inputs), role or Primary())
         results = op.infer_types(*(self.types[i] for i in inputs))
         self.types.update(zip(ids, results, strict=True))
@@ -150,7 +148,7 @@ class BodyBuilder:
                 if found is None:
                     raise ValueError(f"body: {node.operation!r} reads a value that is not given")
                 inputs.append(found)
-            local.update(zip(node.outputs, self._add(node.operation, inputs, node.role),
+            local.update(zip(node.outputs, self.operation(node.operation, inputs, node.role),
                              strict=True))  # fmt: skip
         outputs = [local.get(o) for o in graph.outputs]
         if any(o is None for o in outputs):
@@ -158,10 +156,10 @@ class BodyBuilder:
         return outputs  # type: ignore[return-value]
 
     def zeros(self, t: TensorType) -> int:
-        return self._add(Constant(0.0, t.shape, t.dtype), [])[0]
+        return self.operation(Constant(0.0, t.shape, t.dtype), [])[0]
 
     def add(self, a: int, b: int) -> int:
-        return self._add(Add(), [a, b])[0]
+        return self.operation(Add(), [a, b])[0]
 
     def type_of(self, local_id: int) -> TensorType:
         return self.types[local_id]
@@ -170,7 +168,3 @@ class BodyBuilder:
         self.builder.set_outputs(list(outputs))
         return Body(self.builder.build(), self.input_types)
 
-
-def values_type(values: Sequence[Any]) -> tuple[TensorType, ...]:
-    """The types of concrete values."""
-    return tuple(type_of(v) for v in values)
