@@ -57,6 +57,7 @@ from tidu_compile.graph import Graph, GraphBuilder, Primary
 from tidu_compile.ops import (
     DIFFERENTIABLE_DTYPES,
     Constant,
+    ControlFlow,
     DotGeneral,
     ReduceMax,
     ReduceMin,
@@ -72,7 +73,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Ops whose outputs are saved on the tape rather than recomputed in the backward kernel
 #: (so are the integer outputs of any op: the kernels compute floats, complex and masks).
 RETAINED_OPS: tuple[type[TensorOp], ...] = (DotGeneral, ReduceSum, ReduceMax, ReduceMin,
-                                              ReduceProd)
+                                              ReduceProd, ControlFlow)  # loops: never rerun
 #: Ops whose computed operands are saved too: a contraction's backward reads them whole
 #: (``dW = h^T @ ct``), so recomputing one (``h = tanh(x @ w)``) would redo its producers.
 RETAINED_OPERANDS_OF: tuple[type[TensorOp], ...] = (DotGeneral,)
