@@ -220,7 +220,7 @@ def test_while_loop_refuses_a_derivative() -> None:
         tc.grad(tc.sum(y), [x], executor=ReferenceExecutor())
 
 
-def test_function_transforms_compose_with_loops() -> None:
+def test_function_transforms_compose_with_loops(executor: tc.BackwardExecutor) -> None:
     w0 = tc.tensor(W)
 
     def loss(w: tc.Tensor) -> tc.Tensor:
@@ -229,26 +229,25 @@ def test_function_transforms_compose_with_loops() -> None:
     def unrolled(w: tc.Tensor) -> tc.Tensor:
         return _rnn_loss(w, tc.tensor(U), tc.tensor(XS), tc.tensor(H0), scan=False)
 
-    with tc.use_executor(ReferenceExecutor()):
-        np.testing.assert_allclose(func.grad(loss)(w0).numpy(), func.grad(unrolled)(w0).numpy(),
-                                   rtol=1e-10)  # fmt: skip
-        v = RNG.standard_normal((4, 4))
-        _, t = func.jvp(loss, (w0,), (v,))
-        _, e = func.jvp(unrolled, (w0,), (v,))
-        np.testing.assert_allclose(t.numpy(), e.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(func.grad(loss)(w0).numpy(), func.grad(unrolled)(w0).numpy(),
+                               rtol=1e-10)  # fmt: skip
+    v = RNG.standard_normal((4, 4))
+    _, t = func.jvp(loss, (w0,), (v,))
+    _, e = func.jvp(unrolled, (w0,), (v,))
+    np.testing.assert_allclose(t.numpy(), e.numpy(), rtol=1e-10)
 
-        def poly(x: tc.Tensor) -> tc.Tensor:
-            return tc.sum(tc.fori_loop(0, 3, lambda i, y: tc.sin(y) * x, x))
+    def poly(x: tc.Tensor) -> tc.Tensor:
+        return tc.sum(tc.fori_loop(0, 3, lambda i, y: tc.sin(y) * x, x))
 
-        def poly_unrolled(x: tc.Tensor) -> tc.Tensor:
-            y = x
-            for _ in range(3):
-                y = tc.sin(y) * x
-            return tc.sum(y)
+    def poly_unrolled(x: tc.Tensor) -> tc.Tensor:
+        y = x
+        for _ in range(3):
+            y = tc.sin(y) * x
+        return tc.sum(y)
 
-        x0 = np.array([0.3, -0.8])
-        np.testing.assert_allclose(func.hessian(poly)(x0).numpy(),
-                                   func.hessian(poly_unrolled)(x0).numpy(), rtol=1e-10)  # fmt: skip
+    x0 = np.array([0.3, -0.8])
+    np.testing.assert_allclose(func.hessian(poly)(x0).numpy(),
+                               func.hessian(poly_unrolled)(x0).numpy(), rtol=1e-10)  # fmt: skip
 
 
 def test_a_scan_inside_a_traced_function_and_a_nested_scan(executor: tc.BackwardExecutor) -> None:
