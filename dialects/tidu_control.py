@@ -105,7 +105,10 @@ class ControlFlowOperation(StructuralOperation):
 
 @irdl_op_definition
 class ScanOp(ControlFlowOperation):
-    """A loop over rows with carries (`ops.Scan`)."""
+    """A loop over rows with carries (`ops.Scan`):
+
+        %c, %ys = tidu.scan %k, %c0, %xs, op = #tidu.traced<"Scan(...)"> : T0, T1, T2 -> R0, R1
+    """
 
     name = "tidu.scan"
     PRIMITIVE: ClassVar[type[TensorOp]] = ops.Scan
@@ -113,7 +116,10 @@ class ScanOp(ControlFlowOperation):
 
 @irdl_op_definition
 class CondOp(ControlFlowOperation):
-    """One of two traced branches (`ops.Cond`)."""
+    """One of two traced branches (`ops.Cond`):
+
+        %r = tidu.cond %pred, %x, op = #tidu.traced<"Cond(...)"> : tensor<i1>, T -> R
+    """
 
     name = "tidu.cond"
     PRIMITIVE: ClassVar[type[TensorOp]] = ops.Cond
@@ -121,7 +127,10 @@ class CondOp(ControlFlowOperation):
 
 @irdl_op_definition
 class WhileLoopOp(ControlFlowOperation):
-    """A loop while a traced test holds (`ops.WhileLoop`)."""
+    """A loop while a traced test holds (`ops.WhileLoop`):
+
+        %c = tidu.while_loop %k, %c0, op = #tidu.traced<"WhileLoop(...)"> : T0, T1 -> R
+    """
 
     name = "tidu.while_loop"
     PRIMITIVE: ClassVar[type[TensorOp]] = ops.WhileLoop
