@@ -43,6 +43,7 @@ from .tidu_base import (
 )
 from .tidu_canonicalize import PATTERNS
 from .tidu_constant import ConstantOp
+from .tidu_control import TracedPrimitiveAttr
 from .tidu_elementwise import (
     COMPARE_DIRECTIONS,
     AddOp,
@@ -87,7 +88,7 @@ TiduCanonicalization.attach(PATTERNS)
 
 globals().update({op.__name__: op for op in STRUCTURAL_OPS})  # tidu.CumSumOp, ...
 
-Tidu = Dialect("tidu", [*OP_OF_PRIMITIVE.values(), KernelOp, YieldOp], [])
+Tidu = Dialect("tidu", [*OP_OF_PRIMITIVE.values(), KernelOp, YieldOp], [TracedPrimitiveAttr])
 
 
 __all__ = [

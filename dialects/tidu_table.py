@@ -49,6 +49,7 @@ from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
 
 from .tidu_base import ElementKind, element_kind
 from .tidu_constant import ConstantOp
+from .tidu_control import CondOp, ScanOp, WhileLoopOp
 from .tidu_elementwise import (
     AddOp,
     BinaryElementwiseOperation,
@@ -83,6 +84,8 @@ HAND_WRITTEN_OPS: tuple[type[IRDLOperation], ...] = (
     BroadcastInDimOp, ReshapeOp, TransposeOp, DotGeneralOp,
     # indexing and joining
     SliceOp, PadOp, ConcatenateOp, GatherOp, ScatterAddOp,
+    # control flow: traced bodies, run as library steps
+    ScanOp, CondOp, WhileLoopOp,
 )  # fmt: skip
 
 FAMILIES: dict[type[TensorOp], type[StructuralOperation]] = {

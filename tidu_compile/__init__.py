@@ -50,6 +50,7 @@ from tidu_compile.frontend import (
     tensor,
     use_executor,
 )
+from tidu_compile.frontend.control_flow import cond, fori_loop, scan, while_loop
 from tidu_compile.frontend.custom_rules import custom_jvp, custom_vjp
 from tidu_compile.frontend.state import install_default_executor
 from tidu_compile.graph import (
@@ -98,6 +99,8 @@ __all__ = [
     "get_default_executor", "grad", "func", "is_grad_enabled", "linear_transpose",
     "linear_transpose_with_builder", "linearize", "no_grad", "resolve",
     "set_default_executor", "set_grad_enabled", "tensor", "use_executor", *FUNCTIONS,
+    # control flow (tidu_compile.frontend.control_flow)
+    "cond", "fori_loop", "scan", "while_loop",
 ]  # fmt: skip
 __all__ += ["autograd", "custom_jvp", "custom_vjp"]  # custom rules
 __all__ += ["optim"]  # torch.optim's optimizers (issue 22)

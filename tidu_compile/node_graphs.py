@@ -150,10 +150,14 @@ def vjp_graph(
     mask = tuple(needed) if needed is not None else (True,) * len(node.input_keys)
 
     def make() -> NodeGraph:
-        linear = node.linearize(slots)
+        # With respect to the needed inputs only: the others' tangents would reach the
+        # residuals (a loop's derivative reads its linear inputs only through them).
+        wrt = [raw for raw, keep in zip(node.input_keys, mask, strict=True) if keep]
+        outputs = [node.output_keys[s] for s in slots]
+        linear = linearize(resolve(node.graph), outputs, wrt, fresh_pass_id())
         transposed = linear_transpose(linear)
-        wanted = [r if keep else None
-                  for r, keep in zip(transposed.tangent_outputs, mask, strict=True)]  # fmt: skip
+        by_input = iter(transposed.tangent_outputs)
+        wanted = [next(by_input) if keep else None for keep in mask]
         closed = _closed_graph(node, transposed, transposed.tangent_inputs, wanted, False)
         seeded = tuple(i for i, t in enumerate(linear.tangent_outputs) if t is not None)
         return NodeGraph(closed.recorded, closed.results, seeded)

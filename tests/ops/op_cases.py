@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from control_flow_cases import cond_op, scan_op, while_op
 from helpers import random_array, widen_dtype
 from linalg_cases import ROWS as LINALG_ROWS
 from linalg_cases import inputs as linalg_inputs
@@ -476,7 +477,35 @@ def _build() -> list[Case]:
         for dtype in dtypes:
             args = tuple(Arg(s, dtype) for s in shapes)
             add(Case(name, op, args, linalg_inputs(kinds, shapes, dtype)))
+    cases += _control_flow_cases()
     return cases + tie_twins(cases)
+
+
+def _control_flow_cases() -> list[Case]:
+    """Scans (an RNN cell over 3 steps; reversed; saving its history), both branches of
+    a cond, and an integer while loop (``control_flow_cases``)."""
+    cases = []
+    for dtype, options in (("float64", {}), ("float64", {"reverse": True}),
+                           ("complex128", {"saves": True})):  # fmt: skip
+        op = scan_op((3,), dtype, 3, **options)
+        name = "scan" + "".join(f"_{k}" for k in options)
+        cases.append(Case(name, op, (Arg((3,), dtype), Arg((3,), dtype), Arg((3, 3), dtype))))
+    for pred in (True, False):
+        def generate(rng: np.random.Generator, pred: bool = pred) -> list[np.ndarray]:
+            a, b = (random_array(rng, (3, 3), "float64") for _ in range(2))
+            return [np.array(pred), a, b]
+
+        cases.append(Case(f"cond_{str(pred).lower()}", cond_op((3, 3), "float64"),
+                          (Arg((), "bool"), Arg((3, 3), "float64"), Arg((3, 3), "float64")),
+                          generate))  # fmt: skip
+
+    def counters(rng: np.random.Generator) -> list[np.ndarray]:
+        start = rng.integers(0, 3, (2, 2)).astype(np.int64)
+        return [np.array(50, np.int64), np.ones((2, 2), np.int64), start]
+
+    args = (Arg((), "int64"), Arg((2, 2), "int64"), Arg((2, 2), "int64"))
+    cases.append(Case("while_loop", while_op((2, 2)), args, counters))
+    return cases
 
 
 def tie_twins(cases: Sequence[Case]) -> list[Case]:

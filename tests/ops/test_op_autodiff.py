@@ -273,19 +273,29 @@ def test_adjoint_with_one_active_input(case: Case, index: int) -> None:
     residuals = ReferenceExecutor().execute_forward(PrimitiveGraph(linear.graph), saved)
 
     v = random_array(rng, xs[index].shape, xs[index].dtype)
-    (jv,) = _jvp(linear, residuals, [v])
-    (u,) = (random_array(rng, t.shape, t.dtype) for t in case.op.infer_types(*map(type_of, xs)))
-    (ct,) = ReferenceExecutor().run_transposed_linear(linear, [u], residuals, None)
-    lhs, rhs = real_inner(jv, u), real_inner(v, ct)
-    scale = np.linalg.norm(jv) * np.linalg.norm(u) + np.linalg.norm(v) * np.linalg.norm(ct)
+    jv = _jvp(linear, residuals, [v])
+    types = case.op.infer_types(*map(type_of, xs))
+    u = [None if t is None else random_array(rng, s.shape, s.dtype)
+         for t, s in zip(jv, types, strict=True)]  # fmt: skip
+    (ct,) = ReferenceExecutor().run_transposed_linear(
+        linear, [c for c in u if c is not None], residuals, None
+    ) if all(c is not None for c in u) else ReferenceExecutor().run_transposed_linear(
+        linear, u, residuals, None
+    )
+    lhs = sum(real_inner(a, b) for a, b in zip(jv, u, strict=True) if a is not None)
+    rhs = real_inner(v, ct)
+    scale = sum(np.linalg.norm(a) * np.linalg.norm(b) for a, b in zip(jv, u, strict=True)
+                if a is not None) + np.linalg.norm(v) * np.linalg.norm(ct)  # fmt: skip
     assert abs(lhs - rhs) <= 1e-10 * scale, f"{case.id}: {lhs!r} != {rhs!r}"
 
     # The one-input JVP is the full JVP with the other tangents set to zero.
-    _, full, full_residuals, _ = _linearize(case, xs, [0])
+    _, full, full_residuals, _ = _linearize(case, xs, list(range(len(types))))
     zeros = [np.zeros_like(x) if x.dtype.kind in "fc" else None for x in xs]
     zeros[index] = v
-    (expected,) = _jvp(full, full_residuals, zeros)
-    np.testing.assert_allclose(jv, expected, rtol=1e-12, atol=1e-12)
+    expected = _jvp(full, full_residuals, zeros)
+    for got, want in zip(jv, expected, strict=True):
+        if got is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
 # --------------------------------------------------------------------------- grad vs FD

@@ -76,7 +76,8 @@ def _through_the_dialect(case: Case) -> TensorOp:
 
 @pytest.mark.parametrize(
     "case", [pytest.param(c, id=c.id) for c in CASES
-             if issubclass(tidu.op_class(type(c.op)), tidu.StructuralOperation)],
+             if issubclass(tidu.op_class(type(c.op)), tidu.StructuralOperation)
+             and not isinstance(c.op, ops.ControlFlow)],  # traced bodies: not in the text
 )
 def test_every_structural_op_survives_its_dialect_op(case: Case) -> None:
     """Import, print, parse and export give back the same primitive: its fields are all

@@ -333,6 +333,23 @@ class CompiledExecutor(BackwardExecutor):
         self.stats.fallbacks += plan.plan.fallback_count
         return plan.run(list(inputs), check=True)
 
+    def graph_runner(self, graph: RecordedGraph) -> Callable[[Sequence[Any]], list[Any]]:
+        """``run_graph`` for calls that all pass inputs of one set of types (a loop body,
+        once per iteration): once the graph's native plan is bound, later calls run it
+        directly, without the per-call lookup and argument checks."""
+        bound: list[BoundPlan] = []
+
+        def run(inputs: Sequence[Any]) -> list[Any]:
+            if bound:
+                return bound[0].run(inputs, check=False)
+            results = self.run_graph(graph, inputs)
+            plan = self._graph_plans.get((graph.structure, tuple(type_of(v) for v in inputs)))
+            if type(plan) is BoundPlan and not plan.plan.fallback_count:
+                bound.append(plan)
+            return results
+
+        return run
+
     def add_operands(self, a: Any, b: Any) -> Any:
         """``a + b``; large sums go into recycled memory (``compiler.buffers``), 0-d f64
         sums are added as Python floats (the same IEEE addition, a third of the cost)."""

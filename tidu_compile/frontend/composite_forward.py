@@ -2,7 +2,7 @@
 
 Every call of a traced signature (the tracing call too: the eager values of the trace
 are not kept, so that every call gives the same values) computes what the tape needs:
-the function's outputs and the values ``_Capture`` retained for the backward
+the function's outputs and the values ``Capture`` retained for the backward
 (contraction results and their computed operands, integer results). ``ForwardPlan``
 turns the traced graph into one ``RecordedGraph`` with those values as its outputs
 (each once, outputs first)::

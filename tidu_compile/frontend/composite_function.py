@@ -57,6 +57,7 @@ from tidu_compile.graph import Graph, GraphBuilder, Primary
 from tidu_compile.ops import (
     DIFFERENTIABLE_DTYPES,
     Constant,
+    ControlFlow,
     DotGeneral,
     ReduceMax,
     ReduceMin,
@@ -72,13 +73,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Ops whose outputs are saved on the tape rather than recomputed in the backward kernel
 #: (so are the integer outputs of any op: the kernels compute floats, complex and masks).
 RETAINED_OPS: tuple[type[TensorOp], ...] = (DotGeneral, ReduceSum, ReduceMax, ReduceMin,
-                                              ReduceProd)
+                                              ReduceProd, ControlFlow)  # loops: never rerun
 #: Ops whose computed operands are saved too: a contraction's backward reads them whole
 #: (``dW = h^T @ ct``), so recomputing one (``h = tanh(x @ w)``) would redo its producers.
 RETAINED_OPERANDS_OF: tuple[type[TensorOp], ...] = (DotGeneral,)
 
 
-def _splat_constant(data: np.ndarray) -> Constant | None:
+def splat_constant(data: np.ndarray) -> Constant | None:
     """A ``Constant`` op for data holding one repeated float/complex value, else None."""
     if data.dtype.name not in DIFFERENTIABLE_DTYPES or data.size == 0:
         return None
@@ -89,7 +90,7 @@ def _splat_constant(data: np.ndarray) -> Constant | None:
     return Constant(value, tuple(data.shape), data.dtype.name)
 
 
-class _Capture:
+class Capture:
     """The graph being traced: tensors (by identity) -> local value ids."""
 
     def __init__(self, arguments: list[Tensor], name: str) -> None:
@@ -133,7 +134,7 @@ class _Capture:
                 "tidu_compile.function: the function uses a tensor that requires gradients "
                 "but is not one of its arguments; pass it as an argument"
             )
-        splat = _splat_constant(tensor._data)
+        splat = splat_constant(tensor._data)
         if splat is not None:  # Python numbers: a constant op the kernel inlines
             (local_id,) = self.builder.add_operation(splat, [], Primary())
             self._bind(tensor, local_id)
@@ -332,7 +333,7 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
 def _trace(
     fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], inputs: list[Tensor]
 ) -> _Traced:
-    capture = _Capture(inputs, getattr(fn, "__qualname__", repr(fn)))
+    capture = Capture(inputs, getattr(fn, "__qualname__", repr(fn)))
     set_capture(capture)
     try:
         result = fn(*args, **kwargs)

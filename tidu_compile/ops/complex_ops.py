@@ -203,3 +203,8 @@ class Constant(TensorOp):
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         raise ADRuleError.invalid_input(self, ADRuleKind.JVP, "a constant has no inputs")
+
+    def transpose_rule(self, b, cts, inputs, role, ctx):
+        """A zero tangent made linear (``Linearized(())``: a loop's carry that starts at
+        zero) sends nothing back: it has no inputs."""
+        return []
