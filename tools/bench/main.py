@@ -4,6 +4,7 @@
     tidu-compile bench --quick --workload W1 --no-peers --json out.json
     tidu-compile bench --kernels            # math functions and fused kernels, ns/element
     tidu-compile bench --hvp                # W1 Hessian-vector product against jax, torch
+    tidu-compile bench --conv               # a conv2d layer, forward + backward, vs torch
     tidu-compile bench --train              # an MLP trained from a cold start, vs torch, jax
     tidu-compile bench --workload recording # us per recorded op against numpy, torch
     tidu-compile bench --workload step      # W1 n=1e7 step: numpy, @tc.function, jax.jit
@@ -14,7 +15,8 @@ the backward, then full steps: forward and backward), its gradients checked agai
 numpy's, and in a fresh subprocess the warm-from-disk first call. Then each installed
 peer (torch, jax) in its own subprocess, timed like for like (see ``peers``). Exit
 status: 0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
-``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``, ``--train``
+``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``, ``--conv``
+``bench.conv``, ``--train``
 ``bench.train``, ``--workload recording`` ``bench.recording``, ``--workload step``
 ``bench.step``.
 """
@@ -92,6 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hvp", action="store_true",
                         help="instead: the W1 Hessian-vector product (n = 1e6) against "
                         "jax.jit and torch.func in the same process")
+    parser.add_argument("--conv", action="store_true",
+                        help="instead: a conv2d layer (MNIST-sized, float32) forward and "
+                        "backward against torch and jax.jit in the same process")
     parser.add_argument("--train", action="store_true",
                         help="instead: an MLP trained 100 steps over batch sizes "
                         "256/200/128/64/33 from a cold cache, each framework in a fresh "
@@ -330,6 +335,10 @@ def command(args: argparse.Namespace) -> int:
         from tidu_compile.tools.bench.hvp import command as hvp_command
 
         return hvp_command(args)
+    if getattr(args, "conv", False):
+        from tidu_compile.tools.bench.conv import command as conv_command
+
+        return conv_command(args)
     if getattr(args, "train", False):
         from tidu_compile.tools.bench.train import command as train_command
 
