@@ -1,4 +1,4 @@
-"""Convolutions as im2col: a window ``Gather`` and one ``DotGeneral`` (one BLAS call).
+"""Convolutions as im2col: a window ``Gather`` and one ``DotGeneral`` (BLAS calls).
 
 ``conv`` is ``jax.lax.conv_general_dilated`` (and ``torch.nn.functional.conv2d``'s
 cross-correlation, no kernel flip) over 1, 2 or 3 spatial dimensions::
@@ -9,13 +9,16 @@ for ``layout="NCHW"`` (``x`` of shape ``(N, C, *S)``, ``w`` ``(O, C/G, *K)``, ``
 O, *S')``) and ``"NHWC"`` (``x`` ``(N, *S, C)``, ``w`` ``(*K, C/G, O)``, jax's
 ``HWIO``, ``y`` ``(N, *S', O)``). Recorded as::
 
-    Pad (zeros) -> Gather (windows, frontend.windows) -> DotGeneral (contract taps and channels)
+    Pad (zeros) -> Gather (windows, frontend.windows) -> DotGeneral (taps and channels)
 
-with transposes putting channels last first (NCHW) and back after: the gradient of
-``x`` is the scatter-add of the windows' cotangents (the transposed convolution), that
-of ``w`` a contraction of the windows with the output's cotangent, both from the
-existing rules. ``convolve`` and ``correlate`` are numpy's 1-D functions, the same
-formula with one channel.
+NHWC: ``patches (N, *S', *K, C)`` contracted with ``w`` over ``(*K, C)``, one matrix
+product. NCHW: ``x`` is moved channels last first (the gather is faster so), and the
+contraction is batched over ``N`` with ``w`` broadcast (one product per image, as
+im2col's), which gives ``(N, O, *S')`` with no transpose of the output. Groups are a
+batch dimension of the ``DotGeneral``. The gradient of ``x`` is the scatter-add of the
+windows' cotangents (the transposed convolution), that of ``w`` a contraction of the
+windows with the output's cotangent, both from the existing rules. ``convolve`` and
+``correlate`` are numpy's 1-D functions, the same formula with one channel.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from tidu_compile import ops
 from tidu_compile.frontend.arrays import pad as pad_array
 from tidu_compile.frontend.elementwise import conj
 from tidu_compile.frontend.products import contract, promoted
+from tidu_compile.frontend.promotion import broadcast_to
 from tidu_compile.frontend.shapes import reshape, transpose
 from tidu_compile.frontend.tensor import Tensor, apply1
 from tidu_compile.frontend.windows import output_size, windows
@@ -120,29 +124,52 @@ def conv(x: Any, w: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
         )
     if wt.ndim != xt.ndim:
         raise ValueError(f"conv: w {wt.shape} must have the rank of x {xt.shape} ({xt.ndim})")
-    if not channels_last:  # channels last from here: x (N, *S, C), w (*K, C/G, O)
-        xt = transpose(xt, [0, *range(2, rank + 2), 1])
-        wt = transpose(wt, [*range(2, rank + 2), 1, 0])
-    kernel, (in_per_group, out_channels) = wt.shape[:rank], wt.shape[rank:]
-    _check_channels(tuple(np.shape(x)), tuple(np.shape(w)), xt.shape[-1], in_per_group,
-                    out_channels, groups)  # fmt: skip
+    if channels_last:  # x (N, *S, C), w (*K, C/G, O)
+        sizes, channels = xt.shape[1:-1], xt.shape[-1]
+        kernel, (in_per_group, out_channels) = wt.shape[:rank], wt.shape[rank:]
+    else:  # x (N, C, *S), w (O, C/G, *K)
+        sizes, channels = xt.shape[2:], xt.shape[1]
+        (out_channels, in_per_group), kernel = wt.shape[:2], wt.shape[2:]
+    _check_channels(xt.shape, wt.shape, channels, in_per_group, out_channels, groups)
     strides, dilations = _per_dim(stride, rank, "stride"), _per_dim(dilation, rank, "dilation")
-    pads = _padding(padding, xt.shape[1:-1], kernel, strides, dilations)
+    pads = _padding(padding, sizes, kernel, strides, dilations)
+    first = 1 if channels_last else 2  # the first spatial dimension
     if any(lo or hi for lo, hi in pads):
-        xt = pad_array(xt, [(0, 0), *pads, (0, 0)])
-    outs = [output_size(n, k, s, d) for n, k, s, d in
-            zip(xt.shape[1:-1], kernel, strides, dilations, strict=True)]  # fmt: skip
-    if 0 in outs:
+        xt = pad_array(xt, [(0, 0)] * first + pads + [(0, 0)] * (2 - first))
+    padded = xt.shape[first : first + rank]
+    if 0 in [output_size(n, k, s, d) for n, k, s, d in
+             zip(padded, kernel, strides, dilations, strict=True)]:  # fmt: skip
         raise ValueError(
             f"conv: the dilated kernel {tuple(kernel)} (dilation {dilations}) does not fit "
-            f"the padded input's spatial dims {xt.shape[1:-1]}"
+            f"the padded input's spatial dims {padded}"
         )
+    if not channels_last:  # the windows' gather reads whole channel vectors: C last
+        xt = transpose(xt, [0, *range(2, rank + 2), 1])
     patches = windows(xt, 1, kernel, strides, dilations)  # (N, *O, *K, C)
-    y = _contract_groups(patches, wt, rank, groups)  # (N, *O, O_channels)
-    return y if channels_last else transpose(y, [0, rank + 1, *range(1, rank + 1)])
+    if channels_last:
+        return _contract_channels_last(patches, wt, rank, groups)
+    return _contract_channels_first(patches, wt, rank, groups)
 
 
-def _contract_groups(patches: Tensor, w: Tensor, rank: int, groups: int) -> Tensor:
+def _contract_channels_first(patches: Tensor, w: Tensor, rank: int, groups: int) -> Tensor:
+    """``y[n, g, o, p] = sum_{j, c} w[g, o, c, j] * patches[n, p, j, g, c]``: one
+    ``DotGeneral`` batched over ``n`` and ``g`` (``w`` broadcast over the batch: im2col's
+    one matrix product per image), whose result is ``(N, O, *O_spatial)`` already."""
+    batch, *rest = patches.shape
+    outs, kernel = rest[:rank], rest[rank : 2 * rank]
+    out_channels, in_per_group = w.shape[:2]
+    grouped = reshape(patches, (batch, *outs, *kernel, groups, in_per_group))
+    w_grouped = reshape(w, (groups, out_channels // groups, in_per_group, *kernel))
+    w_batched = broadcast_to(w_grouped, (batch, *w_grouped.shape))
+    w_taps = (*range(4, 4 + rank), 3)  # (j, c) of w_batched, (n, g, o, c, *j)
+    p_taps = (*range(1 + rank, 1 + 2 * rank), 2 + 2 * rank)  # of (n, *p, *j, g, c)
+    op = ops.DotGeneral(w_taps, p_taps, (0, 1), (0, 1 + 2 * rank), w_batched.shape,
+                        grouped.shape)  # fmt: skip
+    y = apply1(op, w_batched, grouped)  # (N, G, O/G, *O_spatial)
+    return reshape(y, (batch, out_channels, *outs))
+
+
+def _contract_channels_last(patches: Tensor, w: Tensor, rank: int, groups: int) -> Tensor:
     """``sum_{j, c} patches[n, p, j, g, c] * w[j, c, g, o]`` as one ``DotGeneral``
     (groups a batch dimension), channels last: ``(N, *O, G * O/G)``."""
     taps = tuple(range(1 + rank, 1 + 2 * rank))
