@@ -313,3 +313,36 @@ def test_convolve_errors(args: tuple, text: str) -> None:
             getattr(np, name)(*args)
         with pytest.raises(ValueError, match=text):
             getattr(tnp, name)(*args)
+
+
+def test_conv_of_complex_and_integer_values_is_the_oracles() -> None:
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 2, 5, 4)) + 1j * rng.standard_normal((1, 2, 5, 4))
+    w = rng.standard_normal((3, 2, 2, 2)) - 1j * rng.standard_normal((3, 2, 2, 2))
+    want = conv_oracle(x, w, (1, 1), [(1, 0), (0, 1)], (1, 1), 1)
+    np.testing.assert_allclose(tc.conv(x, w, padding=[(1, 0), (0, 1)]).numpy(), want,
+                               atol=1e-12)  # fmt: skip
+    xi, wi = rng.integers(-9, 9, (2, 2, 5, 4)), rng.integers(-9, 9, (2, 1, 3, 2))
+    got = tc.conv(xi, wi, groups=2)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got.numpy(), conv_oracle(xi, wi, (1, 1), [(0, 0)] * 2,
+                                                           (1, 1), 2))  # fmt: skip
+
+
+def test_conv_differentiates_twice() -> None:
+    """A Hessian-vector product through ``conv`` (forward over reverse: the scatter-add
+    of the gradient differentiated) against a central difference of the gradient."""
+    rng = np.random.default_rng(10)
+    x, w = rng.standard_normal((1, 2, 5, 5)), rng.standard_normal((2, 2, 3, 3)) * 0.5
+    vx, vw = rng.standard_normal(x.shape), rng.standard_normal(w.shape)
+
+    def f(a: tc.Tensor, b: tc.Tensor) -> tc.Tensor:
+        return tc.sum(tc.tanh(tc.conv(a, b, padding="SAME", stride=2)))
+
+    gradient = func.grad(f, argnums=(0, 1))
+    _, (hx, hw) = func.jvp(gradient, (x, w), (vx, vw))
+    h = 1e-6
+    plus, minus = gradient(x + h * vx, w + h * vw), gradient(x - h * vx, w - h * vw)
+    for got, p, m in zip((hx, hw), plus, minus, strict=True):
+        np.testing.assert_allclose(got.numpy(), (p.numpy() - m.numpy()) / (2 * h), rtol=1e-5,
+                                   atol=1e-7)  # fmt: skip
