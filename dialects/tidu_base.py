@@ -21,6 +21,7 @@ otherwise, so both the valid and the invalid IR round-trip.
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC
 from collections.abc import Sequence
@@ -173,8 +174,11 @@ def tensor_type(shape: Sequence[int], dtype: str) -> TensorType:
     return TensorType(DTYPE_ELEMENT_TYPES[dtype], shape)
 
 
+@functools.lru_cache(maxsize=4096)
 def value_type_error(type_: Attribute, allow_scalar: bool) -> str | None:
-    """Why `type_` is not a tidu value type, as the end of a sentence, or `None`."""
+    """Why `type_` is not a tidu value type, as the end of a sentence, or `None`
+    (cached: attributes are immutable, and a program checks the same few types on
+    every op)."""
     kind = ElementKind.ALL
     kinds = "a ranked tensor with a static shape" + (" or a scalar" if allow_scalar else "")
     expected = f"{kinds} of {kind.value}"
@@ -379,6 +383,12 @@ class ElementwiseOperation(IRDLOperation, ABC):
     # -- verification ----------------------------------------------------------
 
     def verify_(self) -> None:
+        types = [v.type for v in self.operands] + [r.type for r in self.results]
+        if all(value_type_error(t, True) is None for t in types) and all(
+            shape_of(t) == shape_of(types[0]) for t in types
+        ):
+            self._verify_key_and_properties()
+            return
         typed = [(f"operand {i}", v.type) for i, v in enumerate(self.operands)]
         typed += [(f"result {i}", r.type) for i, r in enumerate(self.results)]
         for what, type_ in typed:
@@ -391,6 +401,9 @@ class ElementwiseOperation(IRDLOperation, ABC):
                     f"all to be scalars), but {first_what} is {first_type} and {what} is "
                     f"{type_}."
                 )
+        self._verify_key_and_properties()
+
+    def _verify_key_and_properties(self) -> None:
         key = self.operands[self.KEY_OPERAND].type
         if not self.ELEMENT_KIND.accepts(element_type(key)):
             raise VerifyException(
@@ -406,6 +419,9 @@ class ElementwiseOperation(IRDLOperation, ABC):
         if signature is None:
             raise VerifyException(f"{self.name} must override verify_element_types_.")
         expected_operands, expected_results = signature
+        types = [v.type for v in self.operands] + [r.type for r in self.results]
+        if types == [*expected_operands, *expected_results]:
+            return
         actual = [(f"operand {i}", v.type) for i, v in enumerate(self.operands)]
         actual += [(f"result {i}", r.type) for i, r in enumerate(self.results)]
         for (what, type_), expected in zip(

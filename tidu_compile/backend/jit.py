@@ -30,6 +30,7 @@ from .array_entry import add_array_entry_points
 from .elf import read_elf_symbols
 from .engine import DuplicateSymbolError, JitEngine, UnresolvedSymbolError, get_engine, load
 from .kernel_hints import add_kernel_hints
+from .math_variants import add_math_variants
 from .target import TARGET_LOCK, host_target, host_target_machine, vector_math_abi
 from .vecmath import add_vector_variants
 
@@ -100,19 +101,18 @@ def llvm_ir_text(module: ModuleOp, *, vector_math: bool | None = None) -> str:
         module, fallback_target_triple=host.triple, data_layout=host.data_layout
     )
     # convert_module ignores linkage: restore `internal` for private definitions; the
-    # outlined math functions are inlined wherever they are called, before vectorizing.
+    # outlined math functions are inlined, or called through vector variants
+    # (`add_math_variants`).
     for op in module.ops:
         if (
             isinstance(op, llvm_dialect.FuncOp)
             and op.body.blocks
             and op.linkage.linkage.data in ("internal", "private")
         ):
-            function = ir_module.get_global(op.sym_name.data)
-            function.linkage = "internal"
-            if op.sym_name.data.startswith(MATH_FUNCTION_PREFIX):
-                function.attributes.add("alwaysinline")
+            ir_module.get_global(op.sym_name.data).linkage = "internal"
     add_array_entry_points(ir_module)
-    text = add_kernel_hints(str(ir_module), host.tuning)
+    text, _ = add_math_variants(str(ir_module), MATH_FUNCTION_PREFIX, host.tuning.lanes)
+    text = add_kernel_hints(text, host.tuning)
     abi = vector_math_abi()
     if _use_vector_math(vector_math) and abi is not None:
         text, _ = add_vector_variants(text, abi)

@@ -121,12 +121,30 @@ def add_vector_variants(ir_text: str, abi: VectorMathABI) -> tuple[str, list[str
     lines = [annotate(line) if "call " in line else line for line in ir_text.splitlines()]
     if not groups:
         return ir_text, []
-    used = ", ".join(f"ptr @{name}" for name in declared)
-    lines += [
-        "",
-        *declared.values(),
-        f'@llvm.compiler.used = appending global [{len(declared)} x ptr] [{used}], '
-        'section "llvm.metadata"',
-        *group_text,
-    ]
+    lines += ["", *declared.values(), *group_text]
+    keep_used(lines, list(declared))
     return "\n".join(lines) + "\n", list(declared)
+
+
+_USED = re.compile(
+    r'^@llvm\.compiler\.used = appending global \[\d+ x ptr\] \[(?P<entries>.*)\], '
+    r'section "llvm\.metadata"$'
+)
+
+
+def keep_used(lines: list[str], names: list[str]) -> None:
+    """Keep the functions ``names`` through O3 until the vectorizer calls them: add them to
+    the module's ``@llvm.compiler.used`` (made, or extended: a module has one)."""
+    entries = [f'ptr @"{name}"' for name in names]
+    for index, line in enumerate(lines):
+        match = _USED.match(line)
+        if match:
+            entries = match.group("entries").split(", ") + entries
+            lines[index] = _used_line(entries)
+            return
+    lines.append(_used_line(entries))
+
+
+def _used_line(entries: list[str]) -> str:
+    return (f'@llvm.compiler.used = appending global [{len(entries)} x ptr] '
+            f'[{", ".join(entries)}], section "llvm.metadata"')  # fmt: skip

@@ -12,6 +12,7 @@ the process's engine). ``tidu-compile dump`` and ``opt`` print the same walk's s
 from __future__ import annotations
 
 from tidu_compile.backend.array_abi import ENTRY_SUFFIX
+from tidu_compile.compiler.collections_pause import fewer_collections
 from tidu_compile.compiler.native import COMPILE_LOCK, Artifact, CodegenRefused
 from tidu_compile.compiler.objects import ObjectStore
 from tidu_compile.compiler.plan_builder import build_plan
@@ -38,7 +39,7 @@ def compile_program(
     generated = False
     object_code: bytes | None = None
     kernels_digest: str | None = None
-    with COMPILE_LOCK:
+    with COMPILE_LOCK, fewer_collections():
         module = walk(program, "program", "loops", options, seconds)
         plan = build_plan(module, program)
         if plan.kernel_symbols:

@@ -6,6 +6,7 @@
     tidu-compile bench --hvp                # W1 Hessian-vector product against jax, torch
     tidu-compile bench --conv               # a conv2d layer, forward + backward, vs torch
     tidu-compile bench --train              # an MLP trained from a cold start, vs torch, jax
+    tidu-compile bench --compile            # seconds to compile 100..3200-op traces, vs jax
     tidu-compile bench --workload recording # us per recorded op against numpy, torch
     tidu-compile bench --workload step      # W1 n=1e7 step: numpy, @tc.function, jax.jit
 
@@ -16,9 +17,8 @@ numpy's, and in a fresh subprocess the warm-from-disk first call. Then each inst
 peer (torch, jax) in its own subprocess, timed like for like (see ``peers``). Exit
 status: 0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
 ``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``, ``--conv``
-``bench.conv``, ``--train``
-``bench.train``, ``--workload recording`` ``bench.recording``, ``--workload step``
-``bench.step``.
+``bench.conv``, ``--train`` ``bench.train``, ``--compile`` ``bench.compile_time``,
+``--workload recording`` ``bench.recording``, ``--workload step`` ``bench.step``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from tidu_compile.tools.bench import compile_time
 from tidu_compile.tools.bench.peers import PEERS, peer_installed, run_peer
 from tidu_compile.tools.bench.report import (
     finish,
@@ -101,6 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="instead: an MLP trained 100 steps over batch sizes "
                         "256/200/128/64/33 from a cold cache, each framework in a fresh "
                         "process: wall time and compiles against torch and jax.jit")
+    compile_time.add_arguments(parser)
 
 
 def _policy(args: argparse.Namespace) -> Policy:
@@ -294,11 +296,14 @@ def run(args: argparse.Namespace, progress_stream: TextIO | None = None) -> dict
 
 def check_options(args: argparse.Namespace) -> None:
     """The mistakes a bench would otherwise find only after running (``BenchError``): a
-    negative ``--seed``, a ``--json`` path that cannot be written (tried now: opened for
-    appending if it exists, else created and removed)."""
+    negative ``--seed`` or ``--compile-timeout``, a ``--json`` path that cannot be
+    written (tried now: opened for appending if it exists, else created and removed)."""
     seed = getattr(args, "seed", 0)
     if seed < 0:
         raise BenchError(f"--seed {seed}: a seed is a non-negative integer")
+    timeout = getattr(args, "compile_timeout", 600.0)
+    if timeout <= 0:
+        raise BenchError(f"--compile-timeout {timeout}: a number of seconds above 0")
     json_path = getattr(args, "json", None)
     if json_path is None:
         return
@@ -343,6 +348,8 @@ def command(args: argparse.Namespace) -> int:
         from tidu_compile.tools.bench.train import command as train_command
 
         return train_command(args)
+    if getattr(args, "compile", False):
+        return compile_time.command(args)
     special = (getattr(args, "workload", None) or "").strip().lower()
     if special == "recording":
         from tidu_compile.tools.bench.recording import command as recording_command
