@@ -4,8 +4,8 @@ Runs the default executor (compiled) on a built-in example (default: the MLP wor
 twice, compares its gradients with the numpy ``ReferenceExecutor`` and with central
 finite differences, and prints compile time and cache statistics of both iterations.
 Examples written as autograd programs (``logistic_regression``, ``mlp_classifier``,
-``black_box_svi``) are then trained for a few steps of gradient descent, and the loss
-must go down.
+``black_box_svi``, ``cnn_classifier``) are then trained for a few steps of gradient
+descent, and the loss must go down.
 """
 
 from __future__ import annotations

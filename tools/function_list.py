@@ -37,6 +37,8 @@ GROUPS = {
     "gather": "indexing",
     "promotion": "dtypes and broadcasting",
     "creation": "constructors (constant tensors)",
+    "convolution": "convolution and windows",
+    "windows": "convolution and windows",
 }
 
 
@@ -56,6 +58,7 @@ def render() -> str:
             lines.append(f"- {group}: {_names(by_group[group])}")
     functions = set(tc.FUNCTIONS.values())
     in_numpy = {n for n in tnp.names() if getattr(tnp, n) in functions}
+    in_numpy |= set(tnp.lib.stride_tricks.__all__)
     aliases, extras = in_numpy - set(tc.FUNCTIONS), set(tc.FUNCTIONS) - in_numpy
     lines.append(f"- `tidu_compile.numpy` adds numpy's aliases: {_names(aliases)}")
     lines.append(f"- only in `tidu_compile` (numpy has no such name): {_names(extras)}")

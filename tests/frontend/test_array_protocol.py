@@ -210,8 +210,8 @@ def test_unsupported_numpy_functions_raise_naming_the_function() -> None:
         np.median(x)
     with pytest.raises(TypeError, match=r"numpy.add.reduce .*tidu_compile.sum"):
         np.add.reduce(x)
-    with pytest.raises(TypeError, match=r"numpy.convolve .*no 'convolve'"):
-        np.convolve(x, x)
+    with pytest.raises(TypeError, match=r"numpy.histogram .*no 'histogram'"):
+        np.histogram(x)
 
 
 def test_numpy_computes_where_no_gradient_can_be_dropped() -> None:

@@ -19,6 +19,9 @@ import tidu_compile as tc
 from tidu_compile.executors.compiled import CompiledExecutor
 
 AUTOGRAD_STYLE = ("logistic_regression", "mlp_classifier", "black_box_svi")
+#: Examples too big for central differences in every element (the demo checks one
+#: random direction per input).
+LARGER = ("cnn_classifier",)
 
 
 def loss_of_arrays(name: str):  # type: ignore[no-untyped-def]
@@ -49,7 +52,7 @@ def test_gradients_match_central_differences_and_the_reference(name: str) -> Non
         numpy.testing.assert_allclose(g, expected, rtol=1e-6, atol=1e-7, err_msg=f"input {i}")
 
 
-@pytest.mark.parametrize("name", AUTOGRAD_STYLE)
+@pytest.mark.parametrize("name", AUTOGRAD_STYLE + LARGER)
 def test_composite_recording_gives_the_same_gradients(name: str) -> None:
     example = EXAMPLES[name]
     composite = tc.function(example.function)
@@ -63,7 +66,7 @@ def test_composite_recording_gives_the_same_gradients(name: str) -> None:
     assert len(composite.traces) == 1
 
 
-@pytest.mark.parametrize("name", AUTOGRAD_STYLE)
+@pytest.mark.parametrize("name", AUTOGRAD_STYLE + LARGER)
 def test_the_program_is_a_numpy_program(name: str) -> None:
     """The module with ``tidu_compile.numpy`` replaced by ``numpy`` computes the same
     loss with plain numpy: the examples are written against numpy's names only."""
@@ -80,17 +83,36 @@ def test_the_program_is_a_numpy_program(name: str) -> None:
         theirs = plain.training_loss(*arrays)
     elif name == "mlp_classifier":
         theirs = plain.objective([(arrays[0], arrays[1]), (arrays[2], arrays[3])])
+    elif name == "cnn_classifier":
+        theirs = plain.objective(*arrays)
     else:
         theirs = plain.objective(arrays[0], 0)
     assert isinstance(theirs, float | numpy.floating)
     assert ours == pytest.approx(float(theirs), rel=1e-12)
 
 
-@pytest.mark.parametrize("name", AUTOGRAD_STYLE)
+@pytest.mark.parametrize("name", AUTOGRAD_STYLE + LARGER)
 def test_demo_checks_and_trains_each_example(name: str, capsys) -> None:  # type: ignore[no-untyped-def]
     assert cli.main(["demo", "--example", name]) == 0
     out = capsys.readouterr().out
     assert "gradient descent" in out and out.rstrip().endswith("demo OK")
+
+
+def test_the_cnn_convolution_is_tc_conv() -> None:
+    """The example's ``sliding_window_view`` + ``einsum`` layer is ``tc.conv`` (valid,
+    one input channel), values and gradients."""
+    from tidu_compile.tools.examples import cnn_classifier
+
+    rng = numpy.random.default_rng(3)
+    images = tc.tensor(rng.standard_normal((2, 9, 8)), requires_grad=True)
+    filters = tc.tensor(rng.standard_normal((3, 3, 3)), requires_grad=True)
+    ours = cnn_classifier.conv2d(images, filters)
+    theirs = tc.conv(images[:, None], filters[:, None])
+    numpy.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)
+    seed = rng.standard_normal(ours.shape)
+    for g, h in zip(tc.grad(ours, [images, filters], seed=seed),
+                    tc.grad(theirs, [images, filters], seed=seed), strict=True):  # fmt: skip
+        numpy.testing.assert_allclose(g, h, rtol=1e-12, atol=1e-12)
 
 
 def test_demo_rejects_unknown_examples(capsys) -> None:  # type: ignore[no-untyped-def]

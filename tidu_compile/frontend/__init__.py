@@ -9,7 +9,9 @@ table, plus ``where``, ``power``, ...), ``formulas`` (``abs``, ``clip``, ``sinc`
 ``softmax``, ``log_softmax``), ``norms`` (``norm``), ``shapes``, ``linalg``,
 ``products`` and ``einsum`` (contractions),
 ``joining`` (``concatenate``, ``stack``, ``split``, ...), ``arrays`` (``flip``,
-``pad``, ``sort``, ``cumsum``, ...), ``gather`` (``take``, ``take_along_axis``) and
+``pad``, ``sort``, ``cumsum``, ...), ``convolution`` (``conv``, ``convolve``,
+``correlate``) and ``windows`` (``sliding_window_view``), ``gather`` (``take``,
+``take_along_axis``) and
 ``promotion`` (``astype``, ``broadcast_to``). ``namespace.FUNCTIONS`` maps every public
 function name to its function; ``tidu_compile`` exports them all, ``tidu_compile.numpy``
 those numpy has. ``Tensor``'s operators and methods are attached here, from above the

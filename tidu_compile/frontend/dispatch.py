@@ -37,6 +37,7 @@ __all__ = ["dispatch_function", "dispatch_ufunc"]
 ALIASES = {
     "absolute": "abs", "conjugate": "conj", "true_divide": "divide", "amax": "max",
     "amin": "min", "around": "round", "round_": "round", "numpy.linalg.norm": "norm",
+    "numpy.lib.stride_tricks.sliding_window_view": "sliding_window_view",
 }  # fmt: skip
 
 #: numpy functions of shapes and dtypes only: they run on stand-ins of the tensors.

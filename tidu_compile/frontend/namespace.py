@@ -13,6 +13,7 @@ from tidu_compile.frontend import (
     activations,
     arrays,
     comparisons,
+    convolution,
     creation,
     einsum,
     elementwise,
@@ -27,6 +28,7 @@ from tidu_compile.frontend import (
     shapes,
     softmax,
     statistics,
+    windows,
 )
 
 __all__ = ["FUNCTIONS"]
@@ -53,5 +55,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **{name: getattr(arrays, name) for name in arrays.__all__},
     **{name: getattr(products, name) for name in products.__all__},
     "einsum": einsum.einsum,
+    **{name: getattr(module, name) for module in (convolution, windows)
+       for name in module.__all__},
     **{name: getattr(promotion, name) for name in _PUBLIC_PROMOTION},
 }  # fmt: skip

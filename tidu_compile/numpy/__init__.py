@@ -10,6 +10,7 @@ The only change an autograd or JAX program needs. It holds:
   dtypes (``float32``, ``float64``, ``complex128``, ``int64``, ``bool_``, ``dtype``,
   ``finfo``...), and functions of shapes and dtypes only (``shape``, ``ndim``,
   ``result_type``...), which are numpy's own;
+* ``lib.stride_tricks`` (``sliding_window_view``);
 * ``linalg`` (``tidu_compile.numpy.linalg``: solves, factorisations, norms,
   differentiable) and ``random`` (``tidu_compile.numpy.random``): numpy's, for data;
   inside ``@tidu_compile.function`` its functions raise (a draw would be frozen into
@@ -28,7 +29,7 @@ import numpy
 
 from tidu_compile.frontend import FUNCTIONS
 from tidu_compile.frontend.dispatch import ALIASES
-from tidu_compile.numpy import linalg, random
+from tidu_compile.numpy import lib, linalg, random
 
 #: numpy's constants, dtypes and functions of dtypes or shapes only, handed out as is.
 NUMPY_AS_IS = (
@@ -67,6 +68,7 @@ _NAMESPACE: dict[str, Any] = {
     **_functions(),
     "linalg": linalg,
     "random": random,
+    "lib": lib,  # stride_tricks.sliding_window_view
 }
 globals().update(_NAMESPACE)
 

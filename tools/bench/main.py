@@ -6,6 +6,7 @@
     tidu-compile bench --hvp                # W1 Hessian-vector product against jax, torch
     tidu-compile bench --optim              # Adam.step() over 1M parameters against torch
     tidu-compile bench --per-example        # vmap(grad) of an MLP against jax, torch
+    tidu-compile bench --conv               # a conv2d layer, forward + backward, vs torch
     tidu-compile bench --train              # an MLP trained from a cold start, vs torch, jax
     tidu-compile bench --compile            # seconds to compile 100..3200-op traces, vs jax
     tidu-compile bench --workload recording # us per recorded op against numpy, torch
@@ -18,9 +19,9 @@ numpy's, and in a fresh subprocess the warm-from-disk first call. Then each inst
 peer (torch, jax) in its own subprocess, timed like for like (see ``peers``). Exit
 status: 0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
 ``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``, ``--optim``
-``bench.optim``, ``--per-example`` ``bench.per_example``, ``--train`` ``bench.train``,
-``--compile`` ``bench.compile_time``, ``--workload recording``
-``bench.recording``, ``--workload step`` ``bench.step``.
+``bench.optim``, ``--per-example`` ``bench.per_example``, ``--conv`` ``bench.conv``,
+``--train`` ``bench.train``, ``--compile`` ``bench.compile_time``, ``--workload
+recording`` ``bench.recording``, ``--workload step`` ``bench.step``.
 """
 
 from __future__ import annotations
@@ -103,6 +104,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-example", action="store_true",
                         help="instead: per-example gradients of a small MLP (batch 256, "
                         "func.vmap(func.grad)) against jax.vmap(jax.grad) and torch.func")
+    parser.add_argument("--conv", action="store_true",
+                        help="instead: a conv2d layer (MNIST-sized, float32) forward and "
+                        "backward against torch and jax.jit in the same process")
     parser.add_argument("--train", action="store_true",
                         help="instead: an MLP trained 100 steps over batch sizes "
                         "256/200/128/64/33 from a cold cache, each framework in a fresh "
@@ -353,6 +357,10 @@ def command(args: argparse.Namespace) -> int:
         from tidu_compile.tools.bench.per_example import command as per_example_command
 
         return per_example_command(args)
+    if getattr(args, "conv", False):
+        from tidu_compile.tools.bench.conv import command as conv_command
+
+        return conv_command(args)
     if getattr(args, "train", False):
         from tidu_compile.tools.bench.train import command as train_command
 

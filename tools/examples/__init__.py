@@ -4,7 +4,8 @@
 Each example is a function of ``Tensor``s returning a scalar ``Tensor``, with a recipe
 for random inputs: the workloads here (``chain``, ``mlp``, ``broadcast``, ``classifier``), and
 programs written as autograd users write them, with ``import tidu_compile.numpy as np``
-(one module each: ``logistic_regression``, ``mlp_classifier``, ``black_box_svi``),
+(one module each: ``logistic_regression``, ``mlp_classifier``, ``black_box_svi``,
+``cnn_classifier``),
 which the demo also trains for a few steps of gradient descent.
 """
 
@@ -70,7 +71,12 @@ def classifier(params: tc.Tensor, x: tc.Tensor) -> tc.Tensor:
 def _autograd_style() -> tuple[Example, ...]:
     """The programs written as autograd users write them (imported here: building their
     toy data sets takes a few milliseconds)."""
-    from tidu_compile.tools.examples import black_box_svi, logistic_regression, mlp_classifier
+    from tidu_compile.tools.examples import (
+        black_box_svi,
+        cnn_classifier,
+        logistic_regression,
+        mlp_classifier,
+    )
 
     def mlp_objective(*weights: tc.Tensor) -> tc.Tensor:
         """MLP 2-8-3 classifier: mean log_softmax cross-entropy of integer labels + L2."""
@@ -93,6 +99,10 @@ def _autograd_style() -> tuple[Example, ...]:
         Example("black_box_svi", svi_objective.__doc__ or "", ("params",),
                 ((2 * black_box_svi.D,),), svi_objective, scale=0.5, steps=100,
                 step_size=0.05),
+        Example("cnn_classifier", "CNN: 3x3 conv (sliding_window_view + einsum), tanh, "
+                "2x2 mean pool, dense, cross-entropy of 10 classes on 28x28 images",
+                ("filters", "filter_bias", "weights", "bias"), cnn_classifier.param_shapes,
+                cnn_classifier.objective, scale=0.1, steps=20, step_size=0.5),
     )  # fmt: skip
 
 
