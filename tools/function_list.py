@@ -35,6 +35,7 @@ GROUPS = {
     "gather": "indexing",
     "promotion": "dtypes and broadcasting",
     "creation": "constructors (constant tensors)",
+    "numpy_tail": "more of numpy",
 }
 
 

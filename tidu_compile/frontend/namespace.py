@@ -21,6 +21,7 @@ from tidu_compile.frontend import (
     joining,
     linalg,
     norms,
+    numpy_tail,
     products,
     promotion,
     reductions,
@@ -53,5 +54,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **{name: getattr(arrays, name) for name in arrays.__all__},
     **{name: getattr(products, name) for name in products.__all__},
     "einsum": einsum.einsum,
+    **{name: getattr(numpy_tail, name) for name in numpy_tail.__all__},
     **{name: getattr(promotion, name) for name in _PUBLIC_PROMOTION},
 }  # fmt: skip

@@ -10,6 +10,7 @@ The only change an autograd or JAX program needs. It holds:
   dtypes (``float32``, ``float64``, ``complex128``, ``int64``, ``bool_``, ``dtype``,
   ``finfo``...), and functions of shapes and dtypes only (``shape``, ``ndim``,
   ``result_type``...), which are numpy's own;
+* ``r_`` and ``c_`` (``tidu_compile.numpy.index_tricks``), concatenating tensors;
 * ``linalg`` (``norm`` only) and ``random`` (``tidu_compile.numpy.random``): numpy's,
   for data; inside ``@tidu_compile.function`` its functions raise (a draw would be
   frozen into the trace).
@@ -28,6 +29,7 @@ import numpy
 from tidu_compile.frontend import FUNCTIONS
 from tidu_compile.frontend.dispatch import ALIASES
 from tidu_compile.numpy import linalg, random
+from tidu_compile.numpy.index_tricks import c_, r_
 
 #: numpy's constants, dtypes and functions of dtypes or shapes only, handed out as is.
 NUMPY_AS_IS = (
@@ -66,9 +68,12 @@ _NAMESPACE: dict[str, Any] = {
     **_functions(),
     "linalg": linalg,
     "random": random,
+    "r_": r_,
+    "c_": c_,
 }
 globals().update(_NAMESPACE)
 
+__version__ = numpy.__version__  # numpy's: the values and dtypes are numpy's
 __all__ = sorted(_NAMESPACE)  # (shadows builtins here: sum, pow, bool; use none of them below)
 
 
