@@ -51,7 +51,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("backend",),  # the llvm dialect to object code, the JIT
     ("compiler",),  # backward programs, stage table, pipeline, plans, caches
     ("executors", "universe"),  # reference and compiled executors; the xdsl-opt plugin
-    ("composite_grad", "numpy"),  # value_and_grad of a @tc.function as one program; tnp
+    ("composite_grad", "numpy", "scipy"),  # fused value_and_grad; tnp; scipy's names
     ("func",),  # function transforms (torch.func's names)
     ("",),  # the public names of tidu_compile
     ("tools",),  # the tidu-compile CLI, demo, examples, bench

@@ -27,6 +27,7 @@ from tidu_compile.frontend import (
     reductions,
     shapes,
     softmax,
+    special,
     statistics,
 )
 
@@ -55,5 +56,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **{name: getattr(products, name) for name in products.__all__},
     "einsum": einsum.einsum,
     **{name: getattr(numpy_tail, name) for name in numpy_tail.__all__},
+    **{name: getattr(special, name) for name in special.__all__},
     **{name: getattr(promotion, name) for name in _PUBLIC_PROMOTION},
 }  # fmt: skip

@@ -28,6 +28,7 @@ from tidu_compile.ops.joining import *  # noqa: F403
 from tidu_compile.ops.piecewise import *  # noqa: F403
 from tidu_compile.ops.reductions import *  # noqa: F403
 from tidu_compile.ops.scan import *  # noqa: F403
+from tidu_compile.ops.special import *  # noqa: F403
 from tidu_compile.ops.structural import *  # noqa: F403
 from tidu_compile.ops.unary_math import *  # noqa: F403
 
