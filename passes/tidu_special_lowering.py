@@ -218,8 +218,8 @@ def trigamma_of(f: Scalars, x: SSAValue) -> SSAValue:
 
 #: ``P(u) = log(erfcx(z) / t)``, ``t = 2 / (2 + z)``, ``u = 2t - 1``, as Chebyshev
 #: coefficients: Numerical Recipes' (3rd ed., section 6.2, ``Erf::erfccheb``), its first
-#: one halved for numpy's convention; they agree with scipy's ``erfcx`` within 2.3e-16 in
-#: ``P`` on [0, 27] (``tests/passes/test_special_rows.py``).
+#: one halved for numpy's convention; they agree with scipy's ``erfcx`` within 7.3e-16 in
+#: ``P`` on [1/2, 27], where the row uses them (``tests/passes/test_special_rows.py``).
 ERFC_CHEBYSHEV = (
     -0.6513268598908547, 6.4196979235649026e-1, 1.9476473204185836e-2,
     -9.561514786808631e-3, -9.46595344482036e-4, 3.66839497852761e-4, 4.2523324806907e-5,
@@ -292,6 +292,6 @@ SPECIAL_LOWERINGS: dict[type[TensorOp], ScalarLowering] = {
 
 
 __all__ = [
-    "ERFC_CHEBYSHEV", "SPECIAL_LOWERINGS", "digamma_of", "erfc_of", "erfinv_of",
-    "gammaln_of", "trigamma_of",
+    "DIGAMMA_ZERO", "ERFC_CHEBYSHEV", "SPECIAL_LOWERINGS", "digamma_of", "digamma_taylor",
+    "erfc_of", "erfinv_of", "gammaln_of", "gammaln_taylor", "trigamma_of",
 ]  # fmt: skip
