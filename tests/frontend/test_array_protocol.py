@@ -231,3 +231,6 @@ def test_asarray_refuses_tensors_that_require_gradients() -> None:
     copy = np.asarray(x.detach())
     copy[0] = 5.0  # a writable copy
     assert x.numpy()[0] == 1.0
+    indices = np.int64(x)  # integer values carry no gradient: nothing to drop
+    assert indices.dtype == np.int64 and indices.tolist() == [1, 2]
+    np.testing.assert_array_equal(np.asarray(x, dtype=bool), [True, True])

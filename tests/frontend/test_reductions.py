@@ -230,7 +230,7 @@ def test_nan_propagates_as_numpy() -> None:
 
 def test_bad_arguments_raise_clear_errors() -> None:
     z = np.array([1 + 1j, 2 - 1j])
-    for function in (tc.max, tc.min, tc.argmax, tc.argmin):
+    for function in (tc.argmax, tc.argmin):
         with pytest.raises(TypeError, match="complex values are not ordered"):
             function(z)
     x = np.ones((2, 3))
@@ -467,3 +467,20 @@ def test_norm_gradient_is_zero_at_zero() -> None:
     with np.errstate(divide="ignore", invalid="ignore"):
         (g,) = _grad(lambda t: tc.std(t), np.ones(3))  # documented: sqrt'(0) = inf
     assert np.isnan(g).all()
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_complex_max_and_min_order_as_numpy(axis: Any) -> None:
+    """numpy orders complex values lexicographically: the real part, then the imaginary;
+    the gradient goes to the chosen element (ties of both share it)."""
+    z = np.array([[1 + 2j, 1 + 3j, 0 + 5j], [2 - 1j, 2 - 2j, -1j], [2 - 1j, 0j, 2 - 1j]])
+    for name in ("max", "min"):
+        want = getattr(np, name)(z, axis)
+        np.testing.assert_array_equal(getattr(tc, name)(z, axis).numpy(), want)
+    x = tc.tensor(z, requires_grad=True)
+    (g,) = tc.grad(tc.sum(tc.real(tc.max(x, axis))), [x])
+    if axis is None:
+        ties = z == np.max(z)  # three of them, sharing the gradient
+        np.testing.assert_allclose(g, np.where(ties, 1.0 / ties.sum(), 0.0))
+    sorted_rows = tc.sort(x, axis=1)
+    np.testing.assert_array_equal(sorted_rows.numpy(), np.sort(z, axis=1))

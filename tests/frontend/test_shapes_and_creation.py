@@ -175,8 +175,33 @@ def test_like_constructors_of_tensors_read_only_shape_and_dtype() -> None:
 def test_constructor_arguments_that_require_gradients_are_refused() -> None:
     n = tc.tensor(3.0, requires_grad=True)
     with pytest.raises(TypeError, match="linspace: start/stop/num is a tensor that requires"):
-        tc.linspace(n, 5.0, 4)
+        tc.linspace(1.0, 5.0, tc.tensor(4.0, requires_grad=True))
+    with pytest.raises(TypeError, match="zeros: shape is a tensor that requires"):
+        tc.zeros(n)
     assert tc.arange(tc.tensor(3)).shape == (3,)  # a constant tensor is a value
+
+
+@pytest.mark.parametrize("num", [0, 1, 2, 5])
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_linspace_differentiates_its_float_endpoints(num: int, endpoint: bool) -> None:
+    ends = tc.tensor(np.array([1.2, -3.4]), requires_grad=True)
+    values = tc.linspace(ends[0], ends[1], num, endpoint=endpoint)
+    np.testing.assert_array_equal(values.numpy(), np.linspace(1.2, -3.4, num, endpoint=endpoint))
+    weights = np.arange(1.0, num + 1.0)
+    (g,) = tc.grad(tc.sum(values * weights), [ends])
+    div = (num - 1 if endpoint else num) or 1
+    fraction = np.arange(num) / div
+    np.testing.assert_allclose(g, [np.sum(weights * (1 - fraction)), np.sum(weights * fraction)])
+    arrays = tc.linspace(ends, np.zeros(2), 3, axis=1)  # array endpoints, the axis last
+    np.testing.assert_allclose(arrays.numpy(), np.linspace([1.2, -3.4], np.zeros(2), 3, axis=1))
+
+
+def test_arange_differentiates_start_and_step() -> None:
+    p = tc.tensor(np.array([0.5, 0.7]), requires_grad=True)
+    values = tc.arange(p[0], 3.0, p[1])
+    np.testing.assert_allclose(values.numpy(), np.arange(0.5, 3.0, 0.7))
+    (g,) = tc.grad(tc.sum(values), [p])
+    np.testing.assert_allclose(g, [4.0, 0.0 + 1 + 2 + 3])
 
 
 def test_array_of_python_objects_is_a_type_error() -> None:

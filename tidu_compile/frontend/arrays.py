@@ -109,11 +109,14 @@ def sort(a: Any, axis: Any = -1) -> Tensor:
     if axis is None:
         x, axis = reshape(x, (x.size,)), 0
     axis = _axis(axis, x.ndim, "sort")
-    if x.dtype.kind == "c":
-        raise TypeError("sort: complex values have no order here (sort the real part)")
     if not tracked(x):
         return Tensor(np.sort(x.numpy(), axis=axis, kind="stable"))
-    order = apply1(ops.Argsort(axis), x)  # recorded inside a @tc.function: not frozen
+    if x.dtype.kind == "c":  # numpy's lexicographic order: by the imaginary part, then the real
+        by_imag = apply1(ops.Argsort(axis), apply1(ops.Imag(), x))
+        real_part = take_along_axis(apply1(ops.Real(), x), by_imag, axis)
+        order = take_along_axis(by_imag, apply1(ops.Argsort(axis), real_part), axis)
+    else:
+        order = apply1(ops.Argsort(axis), x)  # recorded inside a @tc.function: not frozen
     return take_along_axis(x, order, axis)
 
 

@@ -5,7 +5,9 @@
 They return constant tensors (no gradient), computed by numpy, so dtypes follow numpy:
 ``zeros(3)`` is float64, ``arange(3)`` int64, ``full(2, 1)`` int64. Two take tensors and
 keep their gradient: ``array(t)``/``asarray(t)`` of a tensor (``t`` itself, converted
-with a recorded ``astype`` when a dtype is given) and ``full(shape, t)`` (``t`` broadcast).
+with a recorded ``astype`` when a dtype is given) and ``full(shape, t)`` (``t`` broadcast);
+``linspace`` and ``arange`` of float tensors that require gradients are numpy's formulas
+of them (``start + i * step``), so the endpoints get their gradients.
 Tensors inside lists (``array([a, 2 * a])``, as autograd and JAX users write it) are
 stacked, so their gradients flow (``stack`` per nesting level, numbers made constants).
 ``empty`` and ``empty_like`` give zeros (a tensor's data is never uninitialized).
@@ -20,7 +22,7 @@ import numpy as np
 from tidu_compile.frontend.joining import stack
 from tidu_compile.frontend.promotion import astype, broadcast_to
 from tidu_compile.frontend.shapes import reshape
-from tidu_compile.frontend.tensor import Tensor, contains_tensor
+from tidu_compile.frontend.tensor import STACK_NESTED, Tensor, contains_tensor
 
 __all__ = [
     "arange", "array", "asarray", "copy", "empty", "empty_like", "eye", "full", "full_like",
@@ -70,6 +72,9 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, ndmin: int = 0) 
     if contains_tensor(object):
         return array(_stacked(object), dtype, ndmin=ndmin)
     return _constant(np.array(object, dtype=dtype, copy=True, ndmin=ndmin), "array")
+
+
+STACK_NESTED.append(array)
 
 
 def asarray(a: Any, dtype: Any = None) -> Tensor:
@@ -151,9 +156,23 @@ def identity(n: int, dtype: Any = float) -> Tensor:
     return _constant(np.identity(_static(n, "identity", "n"), dtype), "identity")
 
 
+def _differentiated(*values: Any) -> bool:
+    """Whether any of ``values`` is a float tensor that requires gradients: then
+    ``arange`` and ``linspace`` are formulas of it (``start + i * step``)."""
+    return any(isinstance(v, Tensor) and v.requires_grad for v in values)
+
+
 def arange(*args: Any, dtype: Any = None) -> Tensor:
-    """numpy's ``arange([start,] stop[, step])``: integers for integer arguments."""
-    return _constant(np.arange(*_static(args, "arange", "start/stop/step"), dtype=dtype), "arange")
+    """numpy's ``arange([start,] stop[, step])``: integers for integer arguments. With a
+    float tensor ``start`` or ``step`` that requires gradients, ``start + i * step``
+    (numpy's values; ``stop`` sets only the length, so its gradient is 0)."""
+    if not _differentiated(*args) or dtype is not None:
+        bounds = _static(args, "arange", "start/stop/step")
+        return _constant(np.arange(*bounds, dtype=dtype), "arange")
+    start, _, step = (0.0, args[0], 1.0) if len(args) == 1 else (*args, 1.0)[:3]
+    values = [float(v.numpy()) if isinstance(v, Tensor) else v for v in args]
+    count = len(np.arange(*values))
+    return start + Tensor(np.arange(count, dtype=float)) * step
 
 
 def linspace(
@@ -161,8 +180,32 @@ def linspace(
     dtype: Any = None, axis: int = 0,
 ) -> Any:  # fmt: skip
     """``num`` evenly spaced values from ``start`` to ``stop`` (numpy's ``linspace``;
-    with ``retstep``, the pair (values, step))."""
+    with ``retstep``, the pair (values, step)). With float tensor endpoints that require
+    gradients, numpy's formula ``start + i * (stop - start) / div`` (the last value
+    ``stop`` itself with ``endpoint``), so both endpoints get their gradients."""
+    if _differentiated(start, stop) and dtype is None:
+        return _linspace_of_tensors(start, stop, _static(num, "linspace", "num"),
+                                    endpoint, retstep, axis)  # fmt: skip
     start, stop, num = _static((start, stop, num), "linspace", "start/stop/num")
     values, step = np.linspace(start, stop, num, endpoint, retstep=True, dtype=dtype, axis=axis)
     result = _constant(np.asarray(values), "linspace")
     return (result, step) if retstep else result
+
+
+def _linspace_of_tensors(
+    start: Any, stop: Any, num: int, endpoint: bool, retstep: bool, axis: int
+) -> Any:
+    """numpy's ``linspace`` as a formula of (broadcast) tensor endpoints: the values along
+    a new first axis, then moved to ``axis``."""
+    start, stop = array(start) * 1.0, array(stop) * 1.0
+    div = num - 1 if endpoint else num
+    step = (stop - start) / div if div > 0 else (stop - start) * np.nan
+    shape = (num, *np.broadcast_shapes(start.shape, stop.shape))
+    steps = Tensor(np.arange(num, dtype=float).reshape((num,) + (1,) * (len(shape) - 1)))
+    values = broadcast_to(start + steps * (step if div > 0 else 0.0), shape)
+    if endpoint and num > 1:
+        values = stack([*(values[i] for i in range(num - 1)), broadcast_to(stop, shape[1:])])
+    order = list(range(1, values.ndim))
+    order.insert(axis % values.ndim, 0)
+    values = values.transpose(order)
+    return (values, step) if retstep else values

@@ -16,6 +16,9 @@
     einsum('bij,bjk->bik', a, b)   ->  DotGeneral(batch 0 x 0, contracting 2 x 1)
     einsum('ii->', a)              ->  Gather (the diagonal) + ReduceSum
 
+numpy's second form, operands and sublists of integer labels interleaved
+(``einsum(a, [0, 1], b, [1, 2], [0, 2])``), is read as the subscripts ``ab,bc->ac``.
+
 The contraction order is always ``einsum_path``'s greedy one: ``optimize`` takes
 numpy's values (``True``, ``False``, ``None``, ``"greedy"``, ``"optimal"``, or a path
 ``["einsum_path", (0, 1), ...]`` that contracts the operands) so that numpy's calls
@@ -25,6 +28,7 @@ is a ``TypeError`` naming it, a path that does not fit the operands a ``ValueErr
 
 from __future__ import annotations
 
+import operator
 import string
 from collections.abc import Sequence
 from typing import Any
@@ -196,7 +200,7 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = True) -> Tensor:
     """Einstein summation over ``operands`` (see the module docstring; ``optimize`` is
     checked and does not change the contraction order)."""
     if not isinstance(subscripts, str):
-        raise TypeError("einsum: the subscripts must be a string (numpy's first form)")
+        subscripts, operands = _from_sublists(subscripts, *operands)
     _check_optimize(optimize, len(operands))
     tensors = promoted(*operands) if operands else []
     labels, out = _parse(subscripts, [t.shape for t in tensors])
@@ -225,6 +229,25 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = True) -> Tensor:
     (result, ls) = work[0]
     result, ls = _sum_out(result, ls, set(out))
     return _arrange(result, ls, out, sizes) if ls != out else result
+
+
+def _from_sublists(*arguments: Any) -> tuple[str, tuple[Any, ...]]:
+    """numpy's second form, ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, as subscripts and
+    operands: integer labels 0..51 as letters, ``Ellipsis`` as ``...``."""
+
+    def letters(sublist: Any) -> str:
+        try:
+            return "".join("..." if k is Ellipsis else string.ascii_letters[operator.index(k)]
+                           for k in sublist)  # fmt: skip
+        except (TypeError, IndexError):
+            raise TypeError(f"einsum: a sublist holds integers in [0, 52) and Ellipsis, got "
+                            f"{sublist!r}") from None  # fmt: skip
+
+    output = arguments[-1] if len(arguments) % 2 else None  # an output sublist at the end
+    pairs = arguments[: len(arguments) - len(arguments) % 2]
+    operands, sublists = pairs[0::2], pairs[1::2]
+    spec = ",".join(letters(s) for s in sublists)
+    return (spec if output is None else f"{spec}->{letters(output)}"), tuple(operands)
 
 
 def _ascii(labels: Labels) -> dict[str, str]:

@@ -17,7 +17,7 @@ from tidu_compile import ops
 from tidu_compile.frontend.indexing import window
 from tidu_compile.frontend.promotion import astype, constant, tracked
 from tidu_compile.frontend.shapes import reshape
-from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
+from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor, contains_tensor
 
 __all__ = [
     "append", "array_split", "column_stack", "concatenate", "dstack", "hsplit", "hstack",
@@ -28,7 +28,7 @@ __all__ = [
 def _tensors(arrays: Any, name: str) -> list[Tensor]:
     if isinstance(arrays, Tensor | np.ndarray) and np.ndim(arrays) == 0:
         raise ValueError(f"{name}: zero-dimensional arrays cannot be concatenated")
-    values = list(arrays)
+    values = [as_tensor(v) if contains_tensor(v) else v for v in arrays]
     if not values:
         raise ValueError(f"{name}: need at least one array to concatenate")
     dtype = np.result_type(*(v.dtype if isinstance(v, Tensor) else np.asarray(v) for v in values))

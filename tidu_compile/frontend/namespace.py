@@ -22,11 +22,13 @@ from tidu_compile.frontend import (
     joining,
     linalg,
     norms,
+    numpy_tail,
     products,
     promotion,
     reductions,
     shapes,
     softmax,
+    special,
     statistics,
     windows,
 )
@@ -57,5 +59,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "einsum": einsum.einsum,
     **{name: getattr(module, name) for module in (convolution, windows)
        for name in module.__all__},
+    **{name: getattr(numpy_tail, name) for name in numpy_tail.__all__},
+    **{name: getattr(special, name) for name in special.__all__},
     **{name: getattr(promotion, name) for name in _PUBLIC_PROMOTION},
 }  # fmt: skip

@@ -35,7 +35,7 @@ def _operand_dtype(value: Any) -> Any:
     if isinstance(value, (bool, int, float, complex)):
         return value  # the value, not its type: numpy (NEP 50) keeps only values weak
     if contains_tensor(value):
-        as_tensor(value)  # raises: a list of tensors is not an operand
+        return as_tensor(value).dtype
     return np.asarray(value).dtype
 
 
@@ -142,6 +142,7 @@ def coerce(
     """Promote dtypes and broadcast shapes of ``values`` (numpy's rules); the promoted
     dtype goes through ``computes`` (the dtype the op computes in: float64 for integers
     by default, ``keep`` for ops of every dtype, ``computes_in`` of an op)."""
+    values = tuple(as_tensor(v) if contains_tensor(v) else v for v in values)
     dtype = computes(np.result_type(*(_operand_dtype(v) for v in values)))
     tensors = [astype(v if isinstance(v, Tensor) else constant(v, dtype), dtype)
                for v in values]  # fmt: skip

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
-from tidu_compile.frontend.elementwise import compare
+from tidu_compile.frontend.elementwise import compare, where
 from tidu_compile.frontend.promotion import accumulated, unary_input
 from tidu_compile.frontend.shapes import reshape
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
@@ -95,7 +95,9 @@ def _ordered_input(name: str, x: Any) -> Tensor:
 
 
 def _extremum(name: str, op: type[ops.Reduction], x: Any, axis: Any, keepdims: bool) -> Tensor:
-    x = _ordered_input(name, x)
+    x = as_tensor(x)
+    if x.dtype.kind == "c":
+        return _complex_extremum(name, op, x, axis, keepdims)
     axes = normalize_axes(axis, x.ndim)
     kept = [s for d, s in enumerate(x.shape) if d not in axes]
     if reduced_count(x.shape, axes) == 0 and math.prod(kept) > 0:
@@ -104,6 +106,25 @@ def _extremum(name: str, op: type[ops.Reduction], x: Any, axis: Any, keepdims: b
             "which has no identity (numpy's error)"
         )
     return _reduce(op, x, axis, keepdims)
+
+
+def _complex_extremum(
+    name: str, op: type[ops.Reduction], x: Tensor, axis: Any, keepdims: bool
+) -> Tensor:
+    """numpy's order of complex values (lexicographic: the real part, then the
+    imaginary part) as formulas: ``m = max(Re x)``, then the extremal ``Im x`` among the
+    elements whose real part is ``m``; the result is the mean of the elements equal to
+    both (ties share the gradient equally)."""
+    real_part = apply1(ops.Real(), x)
+    imag_part = apply1(ops.Imag(), x)
+    best_real = _extremum(name, op, real_part, axis, True)
+    on_best = compare("eq", real_part, best_real)
+    worst = -np.inf if op is ops.ReduceMax else np.inf
+    candidates = where(on_best, imag_part, worst)
+    best_imag = _extremum(name, op, candidates, axis, True)
+    chosen = on_best * compare("eq", imag_part, best_imag)  # and, on bools
+    picked = sum(where(chosen, x, 0.0), axis, keepdims)
+    return picked / sum(chosen, axis, keepdims)
 
 
 def max(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name

@@ -6,7 +6,8 @@ function   formula
 var        ``sum(|x - mean(x)|^2) / (n - ddof)`` (``|d|^2 = Re(d conj(d))`` for complex
            values: a real result, as numpy); inf or NaN when ``n - ddof <= 0``
 std        ``sqrt(var)``: its gradient is NaN where the variance is 0 (a constant
-           slice: ``sqrt'(0) = inf``), as JAX's
+           slice: ``sqrt'(0) = inf``), as JAX's; over one element it is ``var`` (0,
+           gradient 0, as autograd's)
 average    ``sum(x * w) / sum(w)`` (``weights`` the shape of ``x``, or 1-d along an int
            ``axis``); ``mean`` without weights. Weights summing to 0 give inf or NaN
            (numpy raises ``ZeroDivisionError``, which needs the values)
@@ -42,8 +43,14 @@ def var(x: Any, axis: Any = None, *, ddof: float = 0, keepdims: bool = False) ->
 
 
 def std(x: Any, axis: Any = None, *, ddof: float = 0, keepdims: bool = False) -> Tensor:
-    """The standard deviation ``sqrt(var(x, axis, ddof))``."""
-    return apply1(ops.Sqrt(), var(x, axis, ddof=ddof, keepdims=keepdims))
+    """The standard deviation ``sqrt(var(x, axis, ddof))``. Over one element (``ddof``
+    0) the variance is 0 whatever ``x`` is, and so is the standard deviation: it is the
+    variance itself there, so its gradient is 0 (as autograd's), not ``0 / sqrt(0)``."""
+    variance = var(x, axis, ddof=ddof, keepdims=keepdims)
+    x = unary_input(x)
+    if ddof == 0 and reduced_count(x.shape, normalize_axes(axis, x.ndim)) == 1:
+        return variance
+    return apply1(ops.Sqrt(), variance)
 
 
 def _weights_like(x: Tensor, weights: Tensor, axis: Any) -> Tensor:

@@ -223,9 +223,11 @@ class Tensor:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """A writable copy, for a tensor that needs no gradient; ``TypeError`` for one
         that does (numpy would compute on the copy and drop the gradient, as PyTorch
-        refuses too): use tidu_compile's functions, or ``t.numpy()`` for the values."""
+        refuses too): use tidu_compile's functions, or ``t.numpy()`` for the values.
+        Into an integer or bool ``dtype`` (``np.int64(t)``) it is allowed: integer
+        values carry no gradient, so none is lost."""
         data = self._concrete("np.asarray(tensor)")
-        if self._requires_grad:
+        if self._requires_grad and (dtype is None or np.dtype(dtype).kind not in "iub"):
             raise TypeError(
                 "np.asarray/np.array of a tensor that requires gradients would drop them: "
                 "use tidu_compile functions (import tidu_compile.numpy as np), or "
@@ -431,15 +433,19 @@ def contains_tensor(data: Any) -> bool:
     return isinstance(data, (list, tuple)) and any(contains_tensor(item) for item in data)
 
 
+#: How nested lists holding tensors become one tensor, as numpy reads an array-like:
+#: ``frontend.creation.array`` (which stacks them, keeping their gradients), set there
+#: (this module imports no function module).
+STACK_NESTED: list[Callable[[Any], Tensor]] = []
+
+
 def as_tensor(value: Any) -> Tensor:
-    """``value`` if it is a Tensor, else a constant tensor (no gradient) of it."""
+    """``value`` if it is a Tensor, else a constant tensor (no gradient) of it; nested
+    lists and tuples holding tensors are stacked (``np.mean([x, x + 2])``)."""
     if isinstance(value, Tensor):
         return value
     if contains_tensor(value):
-        raise TypeError(
-            "a list of tensors is not an operand: combine the tensors with "
-            "tidu_compile.stack (or tidu_compile.numpy.array) first"
-        )
+        return STACK_NESTED[0](value)
     array = np.asarray(value)
     if array.dtype == object:
         raise TypeError(f"expected a Tensor, array or number, got {type(value).__name__}")

@@ -11,6 +11,7 @@ The only change an autograd or JAX program needs. It holds:
   ``finfo``...), and functions of shapes and dtypes only (``shape``, ``ndim``,
   ``result_type``...), which are numpy's own;
 * ``lib.stride_tricks`` (``sliding_window_view``);
+* ``r_`` and ``c_`` (``tidu_compile.numpy.index_tricks``), concatenating tensors;
 * ``linalg`` (``tidu_compile.numpy.linalg``: solves, factorisations, norms,
   differentiable) and ``random`` (``tidu_compile.numpy.random``): numpy's, for data;
   inside ``@tidu_compile.function`` its functions raise (a draw would be frozen into
@@ -30,6 +31,7 @@ import numpy
 from tidu_compile.frontend import FUNCTIONS
 from tidu_compile.frontend.dispatch import ALIASES
 from tidu_compile.numpy import lib, linalg, random
+from tidu_compile.numpy.index_tricks import c_, r_
 
 #: numpy's constants, dtypes and functions of dtypes or shapes only, handed out as is.
 NUMPY_AS_IS = (
@@ -69,9 +71,12 @@ _NAMESPACE: dict[str, Any] = {
     "linalg": linalg,
     "random": random,
     "lib": lib,  # stride_tricks.sliding_window_view
+    "r_": r_,
+    "c_": c_,
 }
 globals().update(_NAMESPACE)
 
+__version__ = numpy.__version__  # numpy's: the values and dtypes are numpy's
 __all__ = sorted(_NAMESPACE)  # (shadows builtins here: sum, pow, bool; use none of them below)
 
 

@@ -32,6 +32,7 @@ from tidu_compile.ops.matrix_exponential import *  # noqa: F403
 from tidu_compile.ops.piecewise import *  # noqa: F403
 from tidu_compile.ops.reductions import *  # noqa: F403
 from tidu_compile.ops.scan import *  # noqa: F403
+from tidu_compile.ops.special import *  # noqa: F403
 from tidu_compile.ops.structural import *  # noqa: F403
 from tidu_compile.ops.unary_math import *  # noqa: F403
 
