@@ -54,6 +54,7 @@ from tidu_compile.ops.base import (
     primitive,
     refs,
 )
+from tidu_compile.ops.batching import batch_sequentially
 from tidu_compile.ops.complex_ops import Constant
 from tidu_compile.ops.loop_body import Body, BodyBuilder, run_body
 
@@ -94,9 +95,12 @@ def _linear_jvp(b: Any, op: TensorOp, types: Sequence[TensorType], xs: Sequence[
 
 class ControlFlow(TensorOp):
     """Base of the ops holding traced bodies: run between kernels by design, each
-    iteration a call of the body's own program."""
+    iteration a call of the body's own program. ``vmap`` runs one loop per example
+    (``batch_sequentially``: correct, ``B`` loops in the graph; a batched body is not
+    written yet)."""
 
     library_call = True
+    batch_rule = batch_sequentially
 
 
 @dataclass(frozen=True)

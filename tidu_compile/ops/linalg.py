@@ -47,6 +47,7 @@ from tidu_compile.ops.base import (
     linear,
     primitive,
 )
+from tidu_compile.ops.batching import batch_by_moving_axis
 from tidu_compile.ops.elementwise import Add, FullLike, Mul, Neg, Scale, Sub
 from tidu_compile.ops.ir_fields import shape_of_operand
 from tidu_compile.ops.structural import DotGeneral, ReduceSum, Transpose
@@ -60,6 +61,7 @@ class LinalgOp(TensorOp):
     (``dialects/tidu_linalg.py``: several results)."""
 
     library_call = True
+    batch_rule = batch_by_moving_axis  # batched over leading axes already
     allowed_dtypes: ClassVar[tuple[str, ...]] = FLOAT_DTYPES
     #: Whether the matrices must be square (``n x n``).
     square: ClassVar[bool] = True
@@ -148,6 +150,7 @@ class TrianglePart(TensorOp):
     upper: bool = False
     input_count = 1
     library_call = True
+    batch_rule = batch_by_moving_axis
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
