@@ -19,6 +19,7 @@ from tidu_compile.tools.bench.workloads import (
     make_w4,
 )
 from tidu_compile.tools.bench.workloads_indexing import make_w5, make_w6
+from tidu_compile.tools.bench.workloads_linalg import make_w7
 from tidu_compile.tools.dump import backward_nodes, stage_text
 
 import tidu_compile as tc
@@ -38,6 +39,7 @@ WORKLOADS = [
         make_w4(16, 24, composite=composite),
         make_w5(12, 7, 5, composite=composite),
         make_w6(3, 4, composite=composite),
+        make_w7(6, composite=composite),
     )
 ]
 
