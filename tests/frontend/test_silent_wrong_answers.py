@@ -64,13 +64,21 @@ def test_equality_is_elementwise_in_where() -> None:
         lambda a: tc.tensor([a, 2 * a]),
         lambda a: tc.tensor([[a], [a]]),
         lambda a: np.array([a, 2 * a]),
-        lambda a: tc.add([a, a], 1.0),
     ],
 )
 def test_tensors_inside_data_are_a_clear_error(make) -> None:  # type: ignore[no-untyped-def]
     a = leaf([1.5, 2.0])
     with pytest.raises(TypeError, match="stack|requires gradients"):
         make(a)
+
+
+def test_a_list_of_tensors_as_an_operand_is_their_stack_keeping_the_gradient() -> None:
+    """numpy's array-like: ``add([a, a], 1)`` is ``add(stack([a, a]), 1)`` (issue 21)."""
+    a = leaf([1.5, 2.0])
+    y = tc.add([a, a], 1.0)
+    np.testing.assert_array_equal(y.numpy(), [[2.5, 3.0], [2.5, 3.0]])
+    (g,) = tc.grad(tc.sum(y * np.array([[1.0, 2.0], [3.0, 4.0]])), [a])
+    np.testing.assert_array_equal(g, [4.0, 6.0])
 
 
 def test_tidu_numpy_array_of_tensors_stacks_them_keeping_the_gradient() -> None:

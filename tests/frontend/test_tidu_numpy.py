@@ -27,10 +27,11 @@ def test_the_other_names_are_numpys_own_objects() -> None:
     assert set(others) >= {"pi", "e", "inf", "nan", "newaxis", "float32", "float64",
                            "complex128", "int64", "bool_", "dtype", "random", "shape"}  # fmt: skip
     for name in others:
-        if name not in ("random", "linalg", "lib"):
+        if name not in ("random", "linalg", "lib", "r_", "c_"):
             assert getattr(tnp, name) is getattr(numpy, name), name
     assert tnp.random is tnpr
     assert tnp.lib.stride_tricks.sliding_window_view is FUNCTIONS["sliding_window_view"]
+    assert tnp.r_[tc.tensor(numpy.ones(2)), 3.0].shape == (3,)  # ours: they concatenate tensors
 
 
 def test_shape_and_dtype_functions_work_on_tensors() -> None:
