@@ -38,7 +38,8 @@ PACKAGE = "tidu_compile"
 #: ``""`` being the package's own ``__init__``: its public names). A module imports its
 #: own group and the groups of lower layers only; groups of one layer are independent.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("forksafe", "ownership", "version"),  # locks renewed after fork, array memory, version
+    # locks renewed after fork, array memory, version, the tape's raw keys
+    ("forksafe", "ownership", "version", "eager_keys"),
     ("graph",),  # keys, graphs, builder, resolve (pure Python)
     ("ad", "printing"),  # rules and transforms; text and dot of graphs
     ("evaluation",),  # running a graph on values, op by op

@@ -27,12 +27,12 @@ from tidu_compile.eager import (
     BackwardExecutor,
     EagerInput,
     EagerOutput,
-    KeySource,
     RecordedGraph,
     Recorder,
     Trace,
     backward,
 )
+from tidu_compile.eager_keys import KeySource
 from tidu_compile.evaluation import evaluate_graph
 from tidu_compile.executors.reference import ReferenceExecutor
 from tidu_compile.frontend import (

@@ -27,7 +27,6 @@ later pass through them raises.
 
 from __future__ import annotations
 
-import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from typing import Any, NamedTuple
 
 from tidu_compile import forksafe
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, fresh_pass_id, linearize
+from tidu_compile.eager_keys import CountingKeySource, KeySource
 from tidu_compile.evaluation import evaluate_graph
 from tidu_compile.graph import (
     Graph,
@@ -49,71 +49,16 @@ from tidu_compile.graph import (
 __all__ = [
     "BackwardExecutor",
     "EagerInput",
-    "EagerKey",
     "EagerOutput",
-    "KeySource",
-    "CountingKeySource",
     "CHANGES",
     "RecordedGraph",
     "Recorder",
-    "TangentKey",
     "Trace",
     "backward",
     "free_graph",
     "note_change",
     "upstream_nodes",
 ]
-
-
-# --------------------------------------------------------------------------- keys
-
-
-class EagerKey(int):
-    """A raw key handed out by ``CountingKeySource``: the n-th key, an ``int`` (made,
-    hashed and compared as one: the tape makes one per recorded op); tangents add a
-    pass id (``TangentKey``)."""
-
-    __slots__ = ()
-
-    passes: tuple[int, ...] = ()
-
-    @property
-    def index(self) -> int:
-        return int(self)
-
-    def tangent_of(self, pass_id: int) -> TangentKey:
-        return TangentKey(int(self), (pass_id,))
-
-    def __repr__(self) -> str:
-        return f"EagerKey({int(self)})"
-
-
-@dataclass(frozen=True, slots=True)
-class TangentKey:
-    """The tangent of ``EagerKey(index)`` in the passes ``passes`` (innermost last)."""
-
-    index: int
-    passes: tuple[int, ...]
-
-    def tangent_of(self, pass_id: int) -> TangentKey:
-        return TangentKey(self.index, self.passes + (pass_id,))
-
-
-class KeySource(ABC):
-    """Hands out raw keys never used before."""
-
-    @abstractmethod
-    def fresh_input_key(self) -> Hashable: ...
-
-
-class CountingKeySource(KeySource):
-    """``EagerKey(0)``, ``EagerKey(1)``, ...; thread-safe (``itertools.count`` is atomic)."""
-
-    def __init__(self) -> None:
-        self._counter = itertools.count()
-
-    def fresh_input_key(self) -> EagerKey:
-        return EagerKey(next(self._counter))
 
 
 # --------------------------------------------------------------------------- graphs

@@ -15,7 +15,7 @@ import pytest
 
 import tidu_compile as tc
 from tidu_compile import ops
-from tidu_compile.eager import EagerKey, TangentKey
+from tidu_compile.eager_keys import EagerKey, TangentKey
 from tidu_compile.frontend import fast_ops
 from tidu_compile.frontend.elementwise import promoted
 from tidu_compile.frontend.tensor import Tensor, apply_op

@@ -19,7 +19,7 @@ import pytest
 
 import tidu_compile as tc
 from tidu_compile import ops
-from tidu_compile.eager import CountingKeySource, EagerKey, KeySource
+from tidu_compile.eager_keys import CountingKeySource, EagerKey, KeySource
 from tidu_compile.frontend import fast_ops
 from tidu_compile.frontend.state import RECORDER
 from tidu_compile.frontend.tensor import Tensor, apply_op

@@ -22,6 +22,15 @@ from dataclasses import dataclass
 
 import numpy as np
 from control_flow_cases import cond_op, scan_op, while_op
+from equal_extent_rows import (
+    EQUAL_EXTENT_BROADCASTS,
+    EQUAL_EXTENT_DOTS,
+    EQUAL_EXTENT_DTYPES,
+    EQUAL_EXTENT_REDUCES,
+    EQUAL_EXTENT_RESHAPES,
+    EQUAL_EXTENT_TRANSPOSES,
+    SQUARE,
+)
 from helpers import random_array, widen_dtype
 from linalg_cases import ROWS as LINALG_ROWS
 from linalg_cases import inputs as linalg_inputs
@@ -556,49 +565,6 @@ def _structural(
         op = ops.DotGeneral(lc, rc, lb, rb, lhs, rhs)
         rows.append(Case(name, op, (Arg(lhs, dtype), Arg(rhs, dtype))))
     return rows
-
-
-#: The square shape of the elementwise rows with equal extents.
-SQUARE = (3, 3)
-#: The dtypes of the transposes, reshapes and contractions with equal extents.
-EQUAL_EXTENT_DTYPES = ("float64", "complex128")
-#: (operand shape, result shape, broadcast_dimensions): rows and columns of equal size.
-EQUAL_EXTENT_BROADCASTS = [
-    ((3,), (3, 3), (1,)),
-    ((3,), (3, 3), (0,)),
-    ((3, 1), (3, 3), (0, 1)),
-    ((1, 3), (3, 3), (0, 1)),
-    ((2,), (2, 2, 2), (1,)),
-    ((2, 2), (2, 2, 2), (0, 2)),
-    ((2, 1), (2, 2, 2), (1, 2)),
-]
-#: (operand shape, axes): every single axis of a cube, and pairs.
-EQUAL_EXTENT_REDUCES = [
-    ((3, 3), (0,)),
-    ((3, 3), (1,)),
-    ((3, 3), (0, 1)),
-    ((2, 2, 2), (0,)),
-    ((2, 2, 2), (1,)),
-    ((2, 2, 2), (2,)),
-    ((2, 2, 2), (0, 2)),
-    ((2, 2, 2), (1, 2)),
-]
-EQUAL_EXTENT_RESHAPES = [((3, 3), (9,)), ((2, 2, 2), (4, 2)), ((4,), (2, 2))]
-EQUAL_EXTENT_TRANSPOSES = [((3, 3), (1, 0)), ((2, 2, 2), (1, 2, 0)), ((2, 2, 2), (2, 0, 1)),
-                           ((2, 2, 2), (0, 2, 1)), ((2, 2, 2), (1, 0, 2))]  # fmt: skip
-#: Square contractions: name, lhs shape, rhs shape, lhs_c, rhs_c, lhs_b, rhs_b.
-EQUAL_EXTENT_DOTS = [
-    ("matmul", (3, 3), (3, 3), (1,), (0,), (), ()),
-    ("matmul_lhs_t", (3, 3), (3, 3), (0,), (0,), (), ()),
-    ("matmul_rhs_t", (3, 3), (3, 3), (1,), (1,), (), ()),
-    ("batched_matmul", (2, 2, 2), (2, 2, 2), (2,), (1,), (0,), (0,)),
-    ("outer", (3,), (3,), (), (), (), ()),
-    ("matvec", (3, 3), (3,), (1,), (0,), (), ()),
-    ("vecmat", (3,), (3, 3), (0,), (0,), (), ()),
-    ("two_contracting", (2, 2, 2), (2, 2, 2), (1, 2), (1, 0), (), ()),
-    ("batch_not_leading", (2, 2, 2), (2, 2, 2), (2,), (0,), (1,), (2,)),
-    ("two_batch_swapped", (2, 2, 2), (2, 2, 2), (2,), (2,), (0, 1), (1, 0)),
-]
 
 
 def has_equal_extents(case: Case) -> bool:
