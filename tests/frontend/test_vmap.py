@@ -106,6 +106,25 @@ def test_per_example_gradients(executor: tc.BackwardExecutor) -> None:
         lambda x, y: func.grad(_loss, argnums=1)(W, x, y).numpy(), X, Y), rtol=1e-12)  # fmt: skip
 
 
+def test_one_executor_serves_programs_that_differ_only_in_constants(
+    executor: tc.BackwardExecutor,
+) -> None:
+    """The batched program is memoized by the trace's structure: calls whose closed-over
+    arrays, scalar constants or batch sizes differ run one after
+    another through one executor and each equals its own per-example loop."""
+    w = tc.tensor(np.array([0.5, -0.3]))
+    for c, k, n in ((np.array([1.0, 2.0]), 0.0, 3), (np.array([3.0, -1.0]), -0.0, 3),
+                    (np.array([3.0, -1.0]), 0.7, 2)):
+        def loss(w: Any, x: Any, c: Any = c, k: float = k) -> Any:
+            return tc.sum(tc.tanh(x * w + k) * c) + k * tc.sum(w)
+
+        xs = np.arange(2.0 * n).reshape(n, 2) / 5
+        got = func.vmap(func.grad(loss), in_axes=(None, 0))(w, tc.tensor(xs))
+        with tc.use_executor(tc.ReferenceExecutor()):
+            expected = _stack(lambda x: func.grad(loss)(w, x).numpy(), tc.tensor(xs))
+        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12)
+
+
 def test_per_example_gradients_are_one_node_and_differentiable(
     executor: tc.BackwardExecutor,
 ) -> None:
