@@ -42,16 +42,16 @@ import numpy as np
 
 from tidu_compile import forksafe
 from tidu_compile.ad import Name
-from tidu_compile.eager import EagerInput, RecordedGraph
+from tidu_compile.eager import RecordedGraph
 from tidu_compile.frontend.composite_forward import ForwardPlan
 from tidu_compile.frontend.state import (
-    RECORDER,
     current_capture,
     get_default_executor,
     grad_enabled,
     set_capture,
 )
 from tidu_compile.frontend.tensor import Tensor
+from tidu_compile.frontend.trace_segments import SegmentedTrace, record_call, split_trace
 from tidu_compile.frontend.trees import map_leaves
 from tidu_compile.graph import Graph, GraphBuilder, Primary
 from tidu_compile.ops import (
@@ -175,7 +175,9 @@ class _Traced:
     constants: list[np.ndarray]
     retained: list[int]
     single_output: bool
-    forward_plan: ForwardPlan
+    forward_plan: ForwardPlan | None  # None: segmented
+    #: The segments a long trace runs as (``frontend.trace_segments``), else None.
+    segmented: SegmentedTrace | None = None
     #: ``func.value_and_grad``'s fused program (``tidu_compile.composite_grad``), built on
     #: its first use: one per trace, whose key fixes the input types and which inputs
     #: require gradients. None: not fusable.
@@ -188,26 +190,14 @@ class _Traced:
     def forward(self, inputs: list[np.ndarray]) -> list[Any]:
         """The outputs and retained values by local id (the others None), computed by
         the current executor (``ForwardPlan.run``)."""
+        assert self.forward_plan is not None, "a segmented trace runs its segments"
         return self.forward_plan.run(get_default_executor(), inputs)
 
 
 def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list[Tensor]:
-    graph = traced.graph
     constant_inputs = [Tensor(c) for c in traced.constants]
-    all_inputs = arguments + constant_inputs
-    eager_inputs = [EagerInput(t._key, t._trace, t._requires_grad, t._data) for t in all_inputs]
-    outputs = [values[i] for i in graph.outputs]
-    retained = {graph.values[i].key: values[i] for i in traced.retained}
-    # The outputs too, as for one-op nodes: ``backward`` checks a seed against them.
-    retained.update(zip(traced.recorded.output_keys, outputs, strict=True))
-    recorded = RECORDER.record_graph(traced.recorded, eager_inputs, outputs, retained)
-    if recorded and recorded[0].trace is not None:
-        recorded[0].trace.holders = tuple(arguments)
-    return [  # integer and bool outputs carry no gradient
-        Tensor(np.array(o, copy=False), r.requires_grad, r.key, r.trace)
-        if np.asarray(o).dtype.kind in "fc" else Tensor(np.array(o, copy=True))
-        for o, r in zip(outputs, recorded, strict=True)
-    ]
+    return record_call(traced.recorded, arguments + constant_inputs, values, traced.retained,
+                       arguments)  # fmt: skip
 
 
 def _static_key(value: Any) -> Hashable:
@@ -304,6 +294,9 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
                 while len(traces) > max_traces:
                     traces.popitem(last=False)
         # The tracing call too: every call's values come from the same program.
+        if traced.segmented is not None:
+            outputs = traced.segmented.call(inputs, traced.constants, records)
+            return outputs[0] if traced.single_output else tuple(outputs)
         values = traced.forward([t._data for t in inputs] + traced.constants)
         if records:
             outputs = _record(traced, inputs, values)
@@ -323,7 +316,9 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
                 traced = traces.get(key)
         except TypeError:  # an unhashable argument: the call raises it
             return None
-        return None if traced is None else (traced, leaves)
+        if traced is None or traced.segmented is not None:  # segments: the tape's path
+            return None
+        return traced, leaves
 
     wrapper.traces = traces  # type: ignore[attr-defined]
     wrapper.trace_for = trace_for  # type: ignore[attr-defined]
@@ -353,5 +348,9 @@ def _trace(
     values: list[Any] = [None] * len(graph.values)  # the trace's values: their dtypes
     for tensor in capture.keep_alive:
         values[capture.ids[id(tensor)]] = tensor._data
+    segments = split_trace(graph, capture.retained, values)
+    if segments is not None:  # each segment has its forward plan
+        segmented = SegmentedTrace(graph, segments)
+        return _Traced(recorded, capture.constants, capture.retained, single, None, segmented)
     forward = ForwardPlan(graph, capture.retained, values)
     return _Traced(recorded, capture.constants, capture.retained, single, forward)

@@ -1,0 +1,277 @@
+"""Long ``@tc.function`` traces run and record as a chain of segments, one tape node each.
+
+The compile time of one program grows faster than its length (LLVM's loop vectorizer is
+quadratic in one fused loop), while real long traces repeat themselves: an unrolled ODE
+solver, an RNN over time steps, a stack of equal layers. A trace of at least
+``SEGMENTED_AT`` operations is therefore cut, in trace order, into segments of about
+``SEGMENT_OPS`` operations; each segment is its own graph (its own forward program, its
+own tape node, so its own backward program), and the values crossing a cut are its
+outputs and the next segments' inputs::
+
+    traced:   x, w -> v2 = Mul(x, w)  v4 = Add(v2, c)  v5 = Tanh(v4)  v7 = Sub(v5, v6) ...
+    segment:  in0, in1 -> the operations of one stretch       outputs: values read later
+
+Where the trace is periodic (``segment_cuts`` finds the shortest period of its operation
+sequence), the cuts fall a whole number of periods apart, so the segments of the
+periodic stretch are equal programs: the cache compiles one of them, and a trace of
+3,200 operations compiles the few programs of a few hundred operations that it is made
+of. Sharing is an optimisation only: a segment is served by another's native code
+exactly when the per-node cache says the two programs are the same (``DESIGN.md``,
+"Per-node cache"); the cuts never change a value. Each segment routes on its own, so
+with background compilation the first segments run natively while the others compile.
+
+Constants without inputs (``Constant`` splats of Python numbers) are copied into every
+segment that reads them rather than passed across a cut. The backward of a segment
+recomputes its own non-retained values from its inputs (as every node does), so what a
+cut costs is the crossing values kept on the tape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tidu_compile.ad import Name
+from tidu_compile.eager import BackwardExecutor, EagerInput, RecordedGraph
+from tidu_compile.frontend.composite_forward import ForwardPlan
+from tidu_compile.frontend.state import RECORDER, get_default_executor
+from tidu_compile.frontend.tensor import Tensor
+from tidu_compile.graph import Graph, GraphBuilder, OperationNode, Primary
+from tidu_compile.ops import Constant
+
+__all__ = ["SEGMENTED_AT", "SEGMENT_OPS", "Segment", "SegmentedTrace", "record_call",
+           "segment_cuts", "split_trace"]  # fmt: skip
+
+#: Target operations per segment.
+SEGMENT_OPS = 256
+#: Traces with fewer operations stay one program (and one tape node).
+SEGMENTED_AT = 2 * SEGMENT_OPS
+
+
+def record_call(
+    recorded: RecordedGraph, inputs: Sequence[Tensor], values: Sequence[Any],
+    retained: Sequence[int], holders: Sequence[Tensor],
+) -> list[Tensor]:  # fmt: skip
+    """Record one call of ``recorded`` on ``inputs`` whose values by local id are
+    ``values``; the tape keeps ``retained`` and the outputs (``backward`` checks a seed
+    against them) and checks ``holders``' versions. Returns the output tensors (integer
+    and bool outputs carry no gradient)."""
+    graph = recorded.graph
+    eager_inputs = [EagerInput(t._key, t._trace, t._requires_grad, t._data) for t in inputs]
+    outputs = [values[i] for i in graph.outputs]
+    kept = {graph.values[i].key: values[i] for i in retained}
+    kept.update(zip(recorded.output_keys, outputs, strict=True))
+    nodes = RECORDER.record_graph(recorded, eager_inputs, outputs, kept)
+    if nodes and nodes[0].trace is not None:
+        nodes[0].trace.holders = tuple(holders)
+    return [
+        Tensor(np.array(o, copy=False), r.requires_grad, r.key, r.trace)
+        if np.asarray(o).dtype.kind in "fc" else Tensor(np.array(o, copy=True))
+        for o, r in zip(outputs, nodes, strict=True)
+    ]
+
+
+def _longest_run(matches: np.ndarray) -> tuple[int, int]:
+    """``(start, length)`` of the longest stretch of True in ``matches``."""
+    padded = np.concatenate(([False], matches, [False])).astype(np.int8)
+    edges = np.flatnonzero(np.diff(padded))
+    if edges.size == 0:
+        return 0, 0
+    starts, ends = edges[0::2], edges[1::2]
+    best = int(np.argmax(ends - starts))
+    return int(starts[best]), int(ends[best] - starts[best])
+
+
+def segment_cuts(signatures: Sequence[Hashable], target: int) -> list[int]:
+    """Where segments start (operation indices after 0) for a trace whose operations
+    have these ``signatures``, segments of about ``target`` operations.
+
+    The shortest period ``p <= target`` whose repetition covers half the trace at least
+    (``signatures[i] == signatures[i + p]`` over a stretch) sets the segment length to
+    ``p * round(target / p)``, cut from the stretch's start; without one, every
+    ``target`` operations. The last segment takes the rest (no segment is shorter than
+    half the length, except a trace's prologue before its periodic stretch)::
+
+        segment_cuts("ab" * 6 + "z", 4)  == [4, 8]      # ab ab | ab ab | ab ab z
+    """
+    count = len(signatures)
+    codes_of: dict[Hashable, int] = {}
+    codes = np.array([codes_of.setdefault(s, len(codes_of)) for s in signatures], np.int64)
+    start, length = 0, target
+    for period in range(1, min(target, count // 4) + 1):
+        run_start, run = _longest_run(codes[:-period] == codes[period:])
+        if run + period >= max(count // 2, 2 * period):
+            start, length = run_start, period * max(1, round(target / period))
+            break
+    cuts = [start] if start >= length // 2 else []
+    cut = start + length
+    while cut + length // 2 <= count:
+        cuts.append(cut)
+        cut += length
+    return cuts
+
+
+def _signature(node: OperationNode) -> Hashable:
+    return (type(node.operation), repr(node.operation), len(node.inputs))
+
+
+def _is_free_constant(node: OperationNode) -> bool:
+    return isinstance(node.operation, Constant) and not node.inputs
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stretch of a trace: its graph, how it runs, and its wiring to the trace.
+
+    ``inputs`` and ``outputs`` are the trace's value ids it takes and gives, in its own
+    input and output order; ``retained`` are local ids the tape keeps (contractions...).
+    """
+
+    recorded: RecordedGraph
+    forward_plan: ForwardPlan
+    retained: tuple[int, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+def _build_segment(
+    nodes: Sequence[OperationNode], outputs: Sequence[int], constants: dict[int, OperationNode],
+    retained: set[int], traced_values: Sequence[Any], built: dict[Hashable, Segment],
+) -> Segment:  # fmt: skip
+    """The segment of ``nodes`` giving ``outputs``: its inputs in order of first use,
+    the free ``constants`` (by the value they give) it reads copied in at first use.
+
+    A segment equal to one in ``built`` (``_structure``) shares its graph and plan, so
+    the executor's lookups by graph find the very object (no structural comparison of
+    equal graphs on every call)."""
+    body = [n for n in nodes if not _is_free_constant(n)]
+    produced = {o for n in body for o in n.outputs}
+    reads = (r.id for n in body for r in n.inputs)  # type: ignore[union-attr]  # Local refs
+    inputs = [i for i in dict.fromkeys(reads) if i not in produced and i not in constants]
+    builder = GraphBuilder()
+    local = {i: builder.add_input(Name(f"in{j}")) for j, i in enumerate(inputs)}
+    for node in body:
+        for ref in node.inputs:
+            if ref.id in constants and ref.id not in local:  # type: ignore[union-attr]
+                (local[ref.id],) = builder.add_operation(  # type: ignore[union-attr]
+                    constants[ref.id].operation, [], Primary()  # type: ignore[union-attr]
+                )
+        ids = builder.add_operation(
+            node.operation, [local[r.id] for r in node.inputs], node.role  # type: ignore[union-attr]
+        )
+        local.update(zip(node.outputs, ids, strict=True))
+    builder.set_outputs([local[i] for i in outputs])
+    segment_graph = builder.build()
+    global_of = {lid: gid for gid, lid in local.items()}
+    values = [traced_values[global_of[lid]] for lid in range(len(segment_graph.values))]
+    kept = tuple(local[i] for i in sorted(retained & produced))
+    structure = _structure(segment_graph, kept, values)
+    twin = built.get(structure)
+    if twin is not None:
+        return Segment(twin.recorded, twin.forward_plan, kept, tuple(inputs), tuple(outputs))
+    plan = ForwardPlan(segment_graph, kept, values)
+    segment = Segment(RecordedGraph.from_graph(segment_graph), plan, kept, tuple(inputs),
+                      tuple(outputs))  # fmt: skip
+    built[structure] = segment
+    return segment
+
+
+def _structure(graph: Graph, kept: tuple[int, ...], values: Sequence[Any]) -> Hashable:
+    """A segment graph's operations, wiring, outputs, retained ids and input types."""
+    operations = tuple((type(n.operation), repr(n.operation), tuple(r.id for r in n.inputs))  # type: ignore[union-attr]
+                       for n in graph.operations)  # fmt: skip
+    types = tuple((np.dtype(values[i].dtype).str, np.shape(values[i])) for i in graph.inputs)
+    return operations, graph.outputs, kept, types
+
+
+def split_trace(
+    graph: Graph, retained: Sequence[int], traced_values: Sequence[Any]
+) -> list[Segment] | None:
+    """``graph``'s segments of about ``SEGMENT_OPS`` operations (``segment_cuts``), or
+    None when it stays one program: fewer than ``SEGMENTED_AT`` operations, one segment,
+    or an output that no operation computes (an argument or a constant returned as it
+    is). ``retained``: the trace's ids the tape keeps; ``traced_values``: the tracing
+    call's values by id (their dtypes and shapes)."""
+    nodes = graph.operations
+    if len(nodes) < SEGMENTED_AT:
+        return None
+    constants = {o: n for n in nodes if _is_free_constant(n) for o in n.outputs}
+    computed = {o for n in nodes for o in n.outputs} - constants.keys()
+    if not all(o in computed for o in graph.outputs):
+        return None
+    cuts = segment_cuts([_signature(n) for n in nodes], SEGMENT_OPS)
+    if not cuts:
+        return None
+    bounds = list(zip([0, *cuts], [*cuts, len(nodes)], strict=True))
+    segment_of = {o: k for k, (lo, hi) in enumerate(bounds) for n in nodes[lo:hi]
+                  for o in n.outputs if o not in constants}  # fmt: skip
+    last_reader: dict[int, int] = {}
+    for k, (lo, hi) in enumerate(bounds):
+        for node in nodes[lo:hi]:
+            for ref in node.inputs:
+                last_reader[ref.id] = k  # type: ignore[union-attr]
+    finals, kept = set(graph.outputs), set(retained)
+    segments: list[Segment] = []
+    built: dict[Hashable, Segment] = {}
+    for k, (lo, hi) in enumerate(bounds):
+        outputs = sorted(i for i, s in segment_of.items()
+                         if s == k and (i in finals or last_reader.get(i, k) > k))  # fmt: skip
+        segments.append(_build_segment(nodes[lo:hi], outputs, constants, kept, traced_values,
+                                       built))  # fmt: skip
+    return segments
+
+
+class SegmentedTrace:
+    """A trace run and recorded as ``segments`` (what ``_Traced`` is for one program).
+
+    ``forward`` runs the segments in order on the current executor, each its own
+    program; ``record`` then records one tape node per segment, the tensors of one
+    segment's outputs the next segments' inputs.
+    """
+
+    def __init__(self, graph: Graph, segments: list[Segment]) -> None:
+        self.graph = graph
+        self.segments = segments
+
+    def forward(self, executor: BackwardExecutor, inputs: Sequence[Any]) -> list[list[Any]]:
+        """Each segment's values by its local ids, from the trace's input data."""
+        table: dict[int, Any] = dict(zip(self.graph.inputs, inputs, strict=True))
+        per_segment = []
+        for segment in self.segments:
+            values = segment.forward_plan.run(executor, [table[i] for i in segment.inputs])
+            outputs = segment.recorded.graph.outputs
+            table.update((g, values[lid]) for g, lid in zip(segment.outputs, outputs,
+                                                            strict=True))  # fmt: skip
+            per_segment.append(values)
+        return per_segment
+
+    def call(self, inputs: list[Tensor], constants: list[np.ndarray], records: bool
+             ) -> list[Tensor]:  # fmt: skip
+        """One call: the segments run on the current executor, recorded when ``records``
+        (else the outputs are tensors without gradient)."""
+        per_segment = self.forward(get_default_executor(), [t._data for t in inputs] + constants)
+        if records:
+            return self.record(inputs + [Tensor(c) for c in constants], len(inputs), per_segment)
+        return [Tensor(np.asarray(d)) for d in self.output_data(per_segment)]
+
+    def output_data(self, per_segment: Sequence[list[Any]]) -> list[Any]:
+        """The trace's output data from ``forward``'s result."""
+        where = {g: values[lid] for segment, values in zip(self.segments, per_segment, strict=True)
+                 for g, lid in zip(segment.outputs, segment.recorded.graph.outputs, strict=True)}
+        return [where[i] for i in self.graph.outputs]
+
+    def record(self, inputs: Sequence[Tensor], arguments: int,
+               per_segment: Sequence[list[Any]]) -> list[Tensor]:  # fmt: skip
+        """Record every segment; ``inputs`` are the trace's input tensors, the first
+        ``arguments`` of them the call's (the others constants). Returns the outputs."""
+        tensors: dict[int, Tensor] = dict(zip(self.graph.inputs, inputs, strict=True))
+        user = set(self.graph.inputs[:arguments])
+        for segment, values in zip(self.segments, per_segment, strict=True):
+            reads = [tensors[i] for i in segment.inputs]
+            holders = [tensors[i] for i in segment.inputs if i in user]
+            outputs = record_call(segment.recorded, reads, values, segment.retained, holders)
+            tensors.update(zip(segment.outputs, outputs, strict=True))
+        return [tensors[i] for i in self.graph.outputs]
