@@ -53,6 +53,7 @@ CASES: list[tuple[str, Callable[..., Any], Callable[..., Any], list[np.ndarray]]
     ("std of a tuple", lambda a: tnp.std((a, 2.0 * a), axis=0),
      lambda a: np.std((a, 2.0 * a), axis=0), [M]),
     ("std of one element", lambda a: tnp.std(a[:1], axis=0), lambda a: np.std(a[:1], axis=0), [M]),
+    ("make_diagonal", tnp.make_diagonal, lambda d: d[..., :, None] * np.eye(d.shape[-1]), [M]),
     ("append a list", lambda a: tnp.append([a[0], a[1]], 4.0),
      lambda a: np.append([a[0], a[1]], 4.0), [M[0, :2]]),
 ]  # fmt: skip
@@ -121,6 +122,23 @@ def test_bad_arguments_raise_clear_errors() -> None:
         tnp.gradient(np.ones(1))
     with pytest.raises(ValueError, match="two different axes"):
         tnp.rot90(M, 1, (0, 0))
+    with pytest.raises(NotImplementedError, match="only offset=0, axis1=-1, axis2=-2"):
+        tnp.make_diagonal(M, axis1=0, axis2=1)
+
+
+def test_allclose_and_array_equal_read_values_as_numpy_does() -> None:
+    x = tc.tensor(M, requires_grad=True)
+    assert tnp.allclose(x, M + 1e-9) and not tnp.allclose(x, M + 1e-3)
+    assert tnp.allclose([np.nan], np.array([np.nan]), equal_nan=True)
+    assert tnp.array_equal(x, M) and not tnp.array_equal(x, M[:2])
+
+    @tc.function
+    def reads(t: tc.Tensor) -> tc.Tensor:
+        assert tnp.allclose(t, t)
+        return tc.sum(t)
+
+    with pytest.raises(tc.TracedValueError):
+        reads(x)
 
 
 def test_numpy_version_is_numpys() -> None:

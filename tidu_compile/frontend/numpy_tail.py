@@ -20,6 +20,11 @@ fliplr, flipud  ``flip(m, 1)``, ``flip(m, 0)``
 rot90           numpy's ``flip`` and ``transpose`` of the two ``axes``
 rollaxis        ``transpose``, numpy's axis order
 row_stack       ``vstack``; ``dsplit`` is ``split`` along axis 2
+allclose        numpy's ``allclose`` / ``array_equal`` of the values: a Python bool, no
+                gradient (reading values: a ``TracedValueError`` in a trace)
+make_diagonal   autograd's own name (numpy has none): ``D[..., :, None] * eye(n)``, the
+                last axis of ``D`` on the diagonal of new last two axes (autograd takes
+                only ``offset=0, axis1=-1, axis2=-2``, and so do we)
 ==============  ===========================================================================
 """
 
@@ -37,13 +42,13 @@ from tidu_compile.frontend.formulas import absolute
 from tidu_compile.frontend.gather import take_along_axis
 from tidu_compile.frontend.joining import concatenate, split, vstack
 from tidu_compile.frontend.promotion import astype, tracked, unary_input
-from tidu_compile.frontend.shapes import reshape, transpose
+from tidu_compile.frontend.shapes import expand_dims, reshape, transpose
 from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
 
 __all__ = [
-    "argsort", "deg2rad", "degrees", "dsplit", "fabs", "fliplr", "flipud", "gradient",
-    "partition", "rad2deg", "radians", "real_if_close", "rollaxis", "rot90", "row_stack",
+    "allclose", "argsort", "array_equal", "deg2rad", "degrees", "dsplit", "fabs", "fliplr", "flipud", "gradient",
+    "make_diagonal", "partition", "rad2deg", "radians", "real_if_close", "rollaxis", "rot90", "row_stack",
     "select",
 ]  # fmt: skip
 
@@ -221,3 +226,28 @@ def dsplit(ary: Any, indices_or_sections: Any) -> list[Tensor]:
     if ary.ndim < 3:
         raise ValueError("dsplit only works on arrays of 3 or more dimensions")
     return split(ary, indices_or_sections, 2)
+
+
+def make_diagonal(D: Any, offset: int = 0, axis1: int = -1, axis2: int = -2) -> Tensor:  # noqa: N803 - autograd's name
+    """autograd's ``make_diagonal``: an array of shape ``D.shape + D.shape[-1:]`` whose
+    last two axes hold ``D``'s last axis on their diagonal, zeros elsewhere."""
+    if (offset, axis1, axis2) != (0, -1, -2):
+        raise NotImplementedError(
+            "make_diagonal: only offset=0, axis1=-1, axis2=-2 (as autograd's make_diagonal)"
+        )
+    d = as_tensor(D)
+    if d.ndim == 0:
+        raise ValueError("make_diagonal: D must have at least one dimension")
+    eye = np.eye(d.shape[-1], dtype=np.result_type(d.dtype, np.float32))
+    return expand_dims(d, -1) * Tensor(eye)
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:  # fmt: skip
+    """numpy's ``allclose`` of the values of ``a`` and ``b``."""
+    return bool(np.allclose(as_tensor(a).numpy(), as_tensor(b).numpy(), rtol, atol, equal_nan))
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
+    """numpy's ``array_equal`` of the values of ``a1`` and ``a2``."""
+    return bool(np.array_equal(as_tensor(a1).numpy(), as_tensor(a2).numpy(), equal_nan))

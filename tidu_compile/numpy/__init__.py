@@ -12,6 +12,8 @@ The only change an autograd or JAX program needs. It holds:
   ``result_type``...), which are numpy's own;
 * ``lib.stride_tricks`` (``sliding_window_view``);
 * ``r_`` and ``c_`` (``tidu_compile.numpy.index_tricks``), concatenating tensors;
+* autograd's own additions to numpy that its users call (``AUTOGRAD_NAMES``:
+  ``make_diagonal``);
 * ``linalg`` (``tidu_compile.numpy.linalg``: solves, factorisations, norms,
   differentiable) and ``random`` (``tidu_compile.numpy.random``): numpy's, for data;
   inside ``@tidu_compile.function`` its functions raise (a draw would be frozen into
@@ -46,6 +48,9 @@ NUMPY_AS_IS = (
     "errstate", "seterr", "geterr", "set_printoptions", "get_printoptions", "printoptions",
 )  # fmt: skip
 
+#: Names autograd's numpy adds and its programs call (numpy has none of them).
+AUTOGRAD_NAMES = ("make_diagonal",)
+
 #: numpy's other submodules: what to use instead.
 SUBMODULES = {
     "fft": "tidu_compile has no Fourier transforms",
@@ -68,6 +73,7 @@ def _functions() -> dict[str, Any]:
 _NAMESPACE: dict[str, Any] = {
     **{name: getattr(numpy, name) for name in NUMPY_AS_IS},
     **_functions(),
+    **{name: FUNCTIONS[name] for name in AUTOGRAD_NAMES},
     "linalg": linalg,
     "random": random,
     "lib": lib,  # stride_tricks.sliding_window_view
