@@ -53,7 +53,8 @@ Per function (constants and degrees per format in ``math_polynomials``):
     XOR-ed into the bits flips the sign (cos uses q+1); sin(+-0) = +-0 by a select.
     Above |x| > trig_limit (f64 1.5*2^51 ~ 3.4e15, f32 1.5*2^22 = 6291456, just
     below where the shifter stops rounding) and for inf/NaN the result is NaN: a
-    select, no slow path.
+    select, no slow path here; the LLVM backend calls the outlined functions through a
+    guard that gives those arguments libm's value (``backend/trig_guard.py``).
 
 Before::
 

@@ -26,6 +26,7 @@ from tidu_compile.backend import math_variants
 from tidu_compile.backend.jit import load
 from tidu_compile.backend.math_variants import INLINED_MATH_CALLS, add_math_variants
 from tidu_compile.backend.target import VectorMathABI, host_target
+from tidu_compile.backend.trig_guard import GUARDED
 from tidu_compile.backend.vecmath import add_vector_variants
 from tidu_compile.compiler.stages import RunOptions, lower_to_llvm_dialect, walk
 
@@ -118,18 +119,18 @@ CALLS = INLINED_MATH_CALLS + 1
 _symbols = itertools.count()
 
 
-def _kernel_source(name: str, fn: str, ftype: str) -> str:
-    """``y[i] = sum_k fn(x[i] * (1 + k/16))`` for ``CALLS`` values of ``k``."""
+def _kernel_source(name: str, fn: str, ftype: str, calls: int = CALLS) -> str:
+    """``y[i] = sum_k fn(x[i] * (1 + k/16))`` for ``calls`` values of ``k``."""
     body = [f"    %v = memref.load %x[%i] : memref<?x{ftype}>",
             f"    %s0 = arith.constant 0.0 : {ftype}"]
-    for k in range(CALLS):
+    for k in range(calls):
         body += [
             f"    %c{k} = arith.constant {1 + k / 16} : {ftype}",
             f"    %a{k} = arith.mulf %v, %c{k} : {ftype}",
             f"    %m{k} = math.{fn} %a{k} : {ftype}",
             f"    %s{k + 1} = arith.addf %s{k}, %m{k} : {ftype}",
         ]
-    body.append(f"    memref.store %s{CALLS}, %y[%i] : memref<?x{ftype}>")
+    body.append(f"    memref.store %s{calls}, %y[%i] : memref<?x{ftype}>")
     return "\n".join([
         f"func.func @{name}(%x: memref<?x{ftype}> {{llvm.noalias}}, "
         f"%y: memref<?x{ftype}> {{llvm.noalias}}, %n: index) {{",
@@ -139,10 +140,10 @@ def _kernel_source(name: str, fn: str, ftype: str) -> str:
 
 
 def _compiled(
-    parse: Callable[[str], ModuleOp], ctx: Context, fn: str, ftype: str
+    parse: Callable[[str], ModuleOp], ctx: Context, fn: str, ftype: str, calls: int = CALLS
 ) -> tuple[Callable[[np.ndarray], np.ndarray], str]:
     name = f"variant_{fn}_{ftype}_{next(_symbols)}"
-    module = parse(_kernel_source(name, fn, ftype))
+    module = parse(_kernel_source(name, fn, ftype, calls))
     ExpandMathPolynomialsPass(only_in_loops=True, outline=True).apply(ctx, module)
     options = RunOptions(vector_math=False)
     opt = walk(lower_to_llvm_dialect(module), "llvm", "opt-ir", options)
@@ -174,7 +175,8 @@ def test_every_expanded_function_runs_through_its_variant(
         assert f"call <{lanes} x {ir_type}> @{MATH_FUNCTION_PREFIX}{fn}_{ftype}_v{lanes}(" in opt
     monkeypatch.setattr(math_variants, "INLINED_MATH_CALLS", CALLS)
     inlined, inlined_opt = _compiled(parse, ctx, fn, ftype)
-    assert f"{MATH_FUNCTION_PREFIX}{fn}_{ftype}_v" not in inlined_opt
+    if fn not in GUARDED:  # sin and cos: always through their guard's variant
+        assert f"{MATH_FUNCTION_PREFIX}{fn}_{ftype}_v" not in inlined_opt
     expected = sum(FUNCTIONS[fn](x.astype(np.float64) * (1 + k / 16)) for k in range(CALLS))
     rtol = 1e-13 if ftype == "f64" else 2e-5
     scale = CALLS * (1.0 if fn != "log" else 2.0)
@@ -196,3 +198,77 @@ def test_libmvec_calls_and_variants_share_one_used_list() -> None:
     assert len(used) == 1
     assert '"tidu_math_abs_f64_v4"' in used[0] and f'"{declared[0]}"' in used[0]
     llvm.parse_assembly(out).verify()
+
+
+# ---------------------------------------------------------------- sin, cos past the range
+
+SIN_MODULE = """\
+define void @"kernel"(ptr %".1", i64 %".2")
+{
+entry:
+  %"c" = call ccc double @"tidu_math_sin_f64"(double 0x0)
+  ret void
+}
+
+define internal double @"tidu_math_sin_f64"(double %".1")
+{
+.3:
+  %".4" = fmul double %".1", 0x3ff0000000000000
+  ret double %".4"
+}
+
+declare double @"llvm.fabs.f64"(double %".1")
+"""
+
+
+def test_sin_is_called_through_its_guard_even_once() -> None:
+    out, made = add_math_variants(SIN_MODULE, MATH_FUNCTION_PREFIX, lambda bits: 512 // bits)
+    assert made == ["tidu_math_sin_f64_v8"]
+    lines = out.splitlines()
+    expected = [
+        'define internal double @"tidu_math_sin_f64_poly"(double %".1") alwaysinline',
+        'define internal double @"tidu_math_sin_f64"(double %x) noinline',
+        "  %ok = fcmp ole double %a, 0x4328000000000000",  # 1.5 * 2^51
+        '  %s = call double @"llvm.sin.f64"(double %x)',
+        'define internal <8 x double> @"tidu_math_sin_f64_poly_v8"(<8 x double> %".1")',
+        'define internal <8 x double> @"tidu_math_sin_f64_v8"(<8 x double> %x)',
+        '  %all = call i1 @"llvm.vector.reduce.and.v8i1"(<8 x i1> %ok)',
+        '  %s7 = call double @"tidu_math_sin_f64"(double %x7)',
+        "  %r = phi <8 x double> [ %p, %entry ], [ %r7, %slow ]",
+        'attributes #960 = { "vector-function-abi-variant"='
+        '"_ZGV_LLVM_N8v_tidu_math_sin_f64(tidu_math_sin_f64_v8)" }',
+    ]
+    for line in expected:
+        assert line in lines, line
+    assert sum(line.startswith('declare double @"llvm.fabs.f64"') for line in lines) == 1
+    llvm.parse_assembly(out).verify()
+
+
+def test_without_simd_sin_still_has_its_guard() -> None:
+    out, made = add_math_variants(SIN_MODULE, MATH_FUNCTION_PREFIX, lambda bits: 1)
+    assert made == []
+    assert 'define internal double @"tidu_math_sin_f64"(double %x) alwaysinline' in out
+    llvm.parse_assembly(out).verify()
+
+
+@pytest.mark.parametrize("calls", [1, CALLS])
+@pytest.mark.parametrize("ftype", ["f64", "f32"])
+@pytest.mark.parametrize("fn", sorted(GUARDED))
+def test_sin_and_cos_of_large_arguments_are_libms(
+    parse: Callable[[str], ModuleOp], ctx: Context, fn: str, ftype: str, calls: int
+) -> None:
+    """Past the polynomial's range (f64 1.5*2^51, f32 1.5*2^22) numpy's values, not NaN;
+    NaN only for inf and NaN; lanes in range and out of range mixed in one vector."""
+    dtype = np.float64 if ftype == "f64" else np.float32
+    big = [1e16, -3e300, 2.0**60, 1e20] if ftype == "f64" else [1e7, -3e38, 2.0**40, 7e6]
+    x = np.array([0.5, -2.0, 1e3, 0.0, -0.0, np.inf, -np.inf, np.nan, *big, 3.0, 1e-5] * 37,
+                 dtype=dtype)  # fmt: skip
+    kernel, _ = _compiled(parse, ctx, fn, ftype, calls)
+    with np.errstate(invalid="ignore"):
+        expected = sum(FUNCTIONS[fn]((x * dtype(1 + k / 16)).astype(np.float64))
+                       for k in range(calls))  # fmt: skip
+    got = kernel(x)
+    assert np.array_equal(np.isnan(got), np.isnan(expected))
+    rtol = 1e-13 if ftype == "f64" else 1e-5
+    finite = ~np.isnan(expected)
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=rtol, atol=rtol * calls)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .trig_guard import guard_lines, guarded_function, poly_name, vector_guard_lines
 from .vecmath import keep_used
 
 __all__ = ["INLINED_MATH_CALLS", "MathFunction", "add_math_variants", "math_functions"]
@@ -144,15 +145,16 @@ def _widen_instruction(rest: str, lanes: int, declare: Callable[[str], None]) ->
 
 
 def _vector_variant(
-    lines: list[str], function: MathFunction, lanes: int, declare: Callable[[str], None]
+    lines: list[str], function: MathFunction, lanes: int, declare: Callable[[str], None],
+    name: str,
 ) -> list[str]:
-    """The text of ``function``'s variant on ``lanes`` lanes (``_NotVectorizable`` when its
-    body is not one block of widenable instructions)."""
+    """The text of ``function``'s variant on ``lanes`` lanes, named ``name``
+    (``_NotVectorizable`` when its body is not one block of widenable instructions)."""
     header = _DEFINE.match(lines[function.first])
     assert header is not None
     vector = _widen_type(function.ir_type, lanes)
     params = ", ".join(_typed(p, lanes) for p in header.group("params").split(","))
-    out = [f'define internal {vector} @"{function.variant(lanes)}"({params})', "{"]
+    out = [f'define internal {vector} @"{name}"({params})', "{"]
     body = lines[function.first + 2:function.last]
     if sum(1 for line in body if line.endswith(":")) > 1:
         raise _NotVectorizable("branches")
@@ -172,45 +174,75 @@ def _vector_variant(
     return out
 
 
+_DECLARED = re.compile(r'^declare [^@]*@"?(?P<name>[\w.]+)"?\(')
+
+
 def add_math_variants(
     ir_text: str, prefix: str, lanes_of: Callable[[int], int]
 ) -> tuple[str, list[str]]:
     """``ir_text`` with vector variants for its math functions named ``prefix...`` when
     it calls them more than ``INLINED_MATH_CALLS`` times, else every one ``alwaysinline``;
-    and the names of the variants made. ``lanes_of(bits)``: lanes per vector of an
-    element of ``bits`` bits (1: no variants)."""
+    sin and cos always through their guard (``backend.trig_guard``: libm's value past the
+    polynomial's range) and its variant. Returns the text and the names of the variants
+    made. ``lanes_of(bits)``: lanes per vector of an element of ``bits`` bits (1: no
+    variants)."""
     lines = ir_text.splitlines()
     functions = math_functions(lines, prefix)
     calls = sum(line.count(f'@"{prefix}') for line in lines) - len(functions)
     variants: dict[str, str] = {}  # scalar name -> its vector variant's name
     added: list[str] = []
-    declared: set[str] = set()
-    if calls > INLINED_MATH_CALLS:
-        for function in functions:
-            lanes = lanes_of(_BITS[function.ir_type])
-            if lanes < 2:
-                continue
-            pending: list[str] = []
-            try:
-                text = _vector_variant(lines, function, lanes, pending.append)
-            except _NotVectorizable:
-                continue
-            added += text + sorted(set(pending) - declared)
-            declared.update(pending)
-            variants[function.name] = function.variant(lanes)
-    groups: dict[str, int] = {}
+    known = {m.group("name") for m in map(_DECLARED.match, lines) if m}
+
+    def declare(line: str) -> None:
+        match = _DECLARED.match(line)
+        assert match is not None
+        if match.group("name") not in known:
+            known.add(match.group("name"))
+            added.append(line)
+
     for function in functions:
+        guarded = guarded_function(function.name, prefix)
+        lanes = lanes_of(_BITS[function.ir_type])
+        if lanes < 2 or not (guarded or calls > INLINED_MATH_CALLS):
+            continue
+        pending: list[str] = []
+        variant = function.variant(lanes)
+        name = f"{poly_name(function.name)}_v{lanes}" if guarded else variant
+        try:
+            text = _vector_variant(lines, function, lanes, pending.append, name)
+        except _NotVectorizable:
+            continue
+        added.extend(text)
+        if guarded:
+            guard, needs = vector_guard_lines(function.name, variant, name, function.ir_type,
+                                              lanes)  # fmt: skip
+            added.extend(guard)
+            pending += needs
+        for line in pending:
+            declare(line)
+        variants[function.name] = variant
+    for function in functions:
+        guarded = guarded_function(function.name, prefix)
         keyword = "noinline" if function.name in variants else "alwaysinline"
-        lines[function.first] += f" {keyword}"
+        if guarded is None:
+            lines[function.first] += f" {keyword}"
+            continue
+        renamed = f'@"{poly_name(function.name)}"('
+        lines[function.first] = lines[function.first].replace(f'@"{function.name}"(', renamed)
+        lines[function.first] += " alwaysinline"
+        guard, needs = guard_lines(function.name, guarded, function.ir_type, keyword)
+        added.extend(guard)
+        for line in needs:
+            declare(line)
+    groups: dict[str, int] = {}
     for index, line in enumerate(lines):
         for name in variants:
             if f'call ccc double @"{name}"(' in line or f'call ccc float @"{name}"(' in line:
                 group = groups.setdefault(name, _FIRST_GROUP + len(groups))
                 lines[index] = f"{line} #{group}"
-    if not variants:
-        return "\n".join(lines) + "\n", []
     trailer = ["", *added]
-    keep_used(trailer, list(variants.values()))
+    if variants:
+        keep_used(trailer, list(variants.values()))
     for function in functions:
         if function.name in groups:
             lanes = lanes_of(_BITS[function.ir_type])
@@ -220,4 +252,3 @@ def add_math_variants(
                 f'"_ZGV_LLVM_N{lanes}{vs}_{function.name}({variants[function.name]})" }}'
             )
     return "\n".join(lines + trailer) + "\n", list(variants.values())
-
