@@ -47,9 +47,9 @@ from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
 
 __all__ = [
-    "allclose", "argsort", "array_equal", "deg2rad", "degrees", "dsplit", "fabs", "fliplr", "flipud", "gradient",
-    "make_diagonal", "partition", "rad2deg", "radians", "real_if_close", "rollaxis", "rot90", "row_stack",
-    "select",
+    "allclose", "argsort", "array_equal", "deg2rad", "degrees", "dsplit", "fabs", "fliplr",
+    "flipud", "gradient", "make_diagonal", "partition", "rad2deg", "radians", "real_if_close",
+    "rollaxis", "rot90", "row_stack", "select",
 ]  # fmt: skip
 
 
