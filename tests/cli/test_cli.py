@@ -1,4 +1,9 @@
-"""``tidu-compile``, run as a subprocess: every subcommand and its error paths."""
+"""``tidu-compile``: every subcommand and its error paths.
+
+Most tests run the command as a subprocess; the dump of every stage and the user errors
+call ``tools.cli.main`` in this process (``run_here``: a subprocess per case cost ~5 s
+of the suite's budget each), with the same exit codes and output streams.
+"""
 
 from __future__ import annotations
 
@@ -45,6 +50,18 @@ def run(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess[st
     )
 
 
+def run_here(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``run`` in this process: ``tools.cli.main`` (an uncaught exception fails the test)."""
+    from tidu_compile.tools.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as stop:  # argparse's usage errors
+        code = stop.code if isinstance(stop.code, int) else 2
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)
+
+
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("cli") / "model.py"
@@ -73,9 +90,11 @@ def assert_user_error(result: subprocess.CompletedProcess[str], text: str) -> No
         ("asm", ".globl"),
     ],
 )
-def test_dump_every_stage_of_a_file_target(target: Path, stage: str, expected: str) -> None:
-    result = run("dump", f"{target}:loss", "--input", "x=4x3:f32", "--input", "w=3x5:f32",
-                 "--stage", stage)  # fmt: skip
+def test_dump_every_stage_of_a_file_target(
+    target: Path, stage: str, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run_here(capsys, "dump", f"{target}:loss", "--input", "x=4x3:f32",
+                      "--input", "w=3x5:f32", "--stage", stage)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "// ===== node 0:" in result.stdout
     assert expected in result.stdout
@@ -126,8 +145,17 @@ def test_dump_examples_in_f32() -> None:
         (["dump", "--stage", "tidu"], "give a TARGET"),
     ],
 )
-def test_dump_user_errors(target: Path, args: list[str], message: str) -> None:
-    assert_user_error(run(*(a.format(target=target) for a in args)), message.format(target=target))
+def test_dump_user_errors(
+    target: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run_here(capsys, *(a.format(target=target) for a in args))
+    assert_user_error(result, message.format(target=target))
+
+
+def test_a_user_error_as_a_command(target: Path) -> None:
+    """The same as a subprocess: exit status 2, the message, no traceback."""
+    assert_user_error(run("dump", f"{target}:nothing", "--stage", "tidu"),
+                      "defines no function 'nothing'")  # fmt: skip
 
 
 def test_dump_help_lists_the_examples() -> None:
@@ -176,11 +204,13 @@ def test_opt_runs_passes_and_prints_between(tmp_path: Path) -> None:
     ],
     ids=["parse", "unknown-pass", "verify"],
 )
-def test_opt_user_errors(tmp_path: Path, text: str, passes: str, message: str) -> None:
+def test_opt_user_errors(
+    tmp_path: Path, text: str, passes: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "bad.mlir"
     path.write_text(text)
-    assert_user_error(run("opt", str(path), "-p", passes), message)
-    assert_user_error(run("opt", str(tmp_path / "absent.mlir")), "no such file")
+    assert_user_error(run_here(capsys, "opt", str(path), "-p", passes), message)
+    assert_user_error(run_here(capsys, "opt", str(tmp_path / "absent.mlir")), "no such file")
 
 
 CYCLES = {
@@ -240,19 +270,22 @@ def test_passes_prints_the_pass_specs_the_executor_runs(monkeypatch: pytest.Monk
             "expand-math-polynomials{only_in_loops=true outline=true}") in specs
 
 
-def test_opt_emit_runs_the_executors_passes_up_to_a_stage(tmp_path: Path) -> None:
-    node = run("dump", "--example", "chain", "--stage", "tidu", "--node", "1")
+def test_opt_emit_runs_the_executors_passes_up_to_a_stage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = run_here(capsys, "dump", "--example", "chain", "--stage", "tidu", "--node", "1")
     assert node.returncode == 0, node.stderr
     path = tmp_path / "node.mlir"
     path.write_text(node.stdout)
     for stage in ("fused", "loops", "llvm"):
-        dumped = run("dump", "--example", "chain", "--stage", stage, "--node", "1").stdout
-        emitted = run("opt", str(path), "--emit", stage)
+        dumped = run_here(capsys, "dump", "--example", "chain", "--stage", stage,
+                          "--node", "1").stdout  # fmt: skip
+        emitted = run_here(capsys, "opt", str(path), "--emit", stage)
         assert emitted.returncode == 0, emitted.stderr
         assert emitted.stdout.strip() == dumped.split("\n", 1)[1].strip()
-    asm = run("opt", str(path), "--emit", "asm")
+    asm = run_here(capsys, "opt", str(path), "--emit", "asm")
     assert asm.returncode == 0 and ".globl" in asm.stdout
-    between = run("opt", str(path), "--emit", "llvm", "--print-between-passes").stdout
+    between = run_here(capsys, "opt", str(path), "--emit", "llvm", "--print-between-passes").stdout
     from tidu_compile.compiler.stages import stages_between
 
     names = [spec.split("{")[0] for s in stages_between("tidu", "llvm") for spec in s.passes]
@@ -268,10 +301,12 @@ def test_opt_emit_runs_the_executors_passes_up_to_a_stage(tmp_path: Path) -> Non
         (["--emit", "bogus"], "invalid choice: 'bogus'"),
     ],
 )
-def test_opt_emit_user_errors(tmp_path: Path, args: list[str], message: str) -> None:
+def test_opt_emit_user_errors(
+    tmp_path: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "node.mlir"
     path.write_text(KERNEL_IR)
-    assert_user_error(run("opt", str(path), *args), message)
+    assert_user_error(run_here(capsys, "opt", str(path), *args), message)
 
 
 def test_cache_info_and_clear(tmp_path: Path) -> None:
