@@ -153,3 +153,23 @@ def test_transforms_and_sequences_through_one_executor(small_segments: None) -> 
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-14)
     assert executor.stats.fallbacks == 0
+
+
+def test_in_place_updates_inside_the_trace_cross_cuts(small_segments: None) -> None:
+    def f(h: tc.Tensor, w: tc.Tensor, in_place: bool = True) -> tc.Tensor:
+        a = h * 1.0
+        for _ in range(6):
+            if in_place:
+                a += tc.tanh(a * w)
+            else:
+                a = a + tc.tanh(a * w)
+            a = a * 0.5
+        return tc.sum(a)
+
+    args = inputs((8,), (8,), seed=3)
+    traced = tc.function(f)
+    got = tc.grad(traced(*args), args, executor=REFERENCE)
+    assert _nodes(traced(*args)) > 1
+    want = tc.grad(f(*args, in_place=False), args, executor=REFERENCE)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
