@@ -56,7 +56,7 @@ from tidu_compile.ops.base import (
 )
 from tidu_compile.ops.batching import batch_sequentially
 from tidu_compile.ops.complex_ops import Constant
-from tidu_compile.ops.loop_body import Body, BodyBuilder, run_body
+from tidu_compile.ops.loop_body import Body, BodyBuilder, native_scan, run_body
 
 __all__ = ["Cond", "ControlFlow", "Scan", "WhileLoop"]
 
@@ -183,10 +183,14 @@ class Scan(ControlFlow):
                                             for t in outputs[self.carries :]))  # fmt: skip
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        layout, run = self.layout, run_body(self.body)
+        layout = self.layout
         consts = list(arrays[: layout.consts])
         carry = list(arrays[layout.carry_slice])
         xs = arrays[layout.x_slice]
+        native = native_scan(self)
+        if native is not None:  # every iteration in one native call
+            return tuple(native(consts, carry, xs, self.length))
+        run = run_body(self.body)
         ys = [np.empty((self.length, *t.shape), t.dtype)
               for t in self.body.output_types[self.carries :]]  # fmt: skip
         steps = range(self.length - 1, -1, -1) if self.reverse else range(self.length)
