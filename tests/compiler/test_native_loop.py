@@ -1,11 +1,12 @@
-"""Scans as one native loop (``compiler.native_loop``), and the contractions of their
-bodies as kernels (``compiler.contraction_kernels``).
+"""Scans and while loops as one native loop (``compiler.native_loop``), and the
+contractions of their bodies as kernels (``compiler.contraction_kernels``).
 
 Every case runs on a ``CompiledExecutor`` (its scan taken by a ``NativeScan``: checked)
 and on the ``ReferenceExecutor``, and the two must agree: carries that swap, a carry
 that is an ``xs`` row, integer and bool carries, several ``y``, reverse scans, and the
-gradient (a reverse scan of the body's VJP, native too). A body with a step that needs
-Python between iterations (a nested scan) runs one plan call per iteration, and agrees.
+gradient (a reverse scan of the body's VJP, native too), while loops and fori loops with
+tensor bounds (``NativeWhile``). A body with a step that needs Python between iterations
+(a nested scan) runs one plan call per iteration, and agrees.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 import tidu_compile as tc
 from tidu_compile import CompiledExecutor, ReferenceExecutor
 from tidu_compile.compiler.contraction_kernels import contraction_domain, contractions_as_kernels
-from tidu_compile.compiler.native_loop import NativeScan
+from tidu_compile.compiler.native_loop import NativeScan, NativeWhile
 from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram
 from tidu_compile.ops.base import TensorType
 from tidu_compile.ops.structural import DotGeneral
@@ -80,11 +81,11 @@ def test_contractions_that_need_a_transpose_or_are_large_or_integer_stay() -> No
 
 
 def _all_native(executor: CompiledExecutor) -> bool:
-    """Whether every scan the executor ran went to a ``NativeScan`` (and one did)."""
+    """Whether every loop the executor ran went to a native runner (and one did)."""
     from tidu_compile.executors.native_loops import _RUNNERS
 
     runners = list(_RUNNERS.get(executor, {}).values())
-    return bool(runners) and all(isinstance(r, NativeScan) for r in runners)
+    return bool(runners) and all(isinstance(r, NativeScan | NativeWhile) for r in runners)
 
 
 def _both(run: Callable[[], list[Any]], natively: bool = True) -> None:
@@ -156,6 +157,28 @@ def test_fori_loop_with_static_bounds_and_a_zero_length_scan() -> None:
         y = tc.fori_loop(0, 40, lambda i, y: y * 0.9 + tc.astype(i, "float64"), tc.tensor(1.0))
         empty, ys = tc.scan(lambda c, x: (c + x, c), tc.ones(6), tc.tensor(XS[:0]))
         return _values(y, empty, ys)
+
+    _both(run)
+
+
+@pytest.mark.parametrize("start", [3.0, 500.0])  # several iterations, and none
+def test_while_loops_and_fori_loops_with_tensor_bounds(start: float) -> None:
+    def run() -> list[Any]:
+        w = tc.tensor(W[0])
+        limit = tc.tensor(100.0)
+
+        def test(carry: tuple[tc.Tensor, tc.Tensor]) -> tc.Tensor:
+            return tc.sum(carry[0]) < limit
+
+        def step(carry: tuple[tc.Tensor, tc.Tensor]) -> tuple[tc.Tensor, tc.Tensor]:
+            v, n = carry
+            return v * 1.5 + tc.abs(w), n + 1
+
+        v, n = tc.while_loop(test, step, (tc.full(6, start), tc.tensor(0)))
+        upper = tc.tensor(np.int64(7))
+        total = tc.fori_loop(tc.tensor(np.int64(2)), upper, lambda i, y: y * 0.5 + i,
+                             tc.tensor(1.0))  # fmt: skip
+        return _values(v, n, total)
 
     _both(run)
 

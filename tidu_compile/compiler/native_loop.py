@@ -1,36 +1,39 @@
-"""A scan's iterations as one native function: no Python between iterations.
+"""Loops as one native function each: no Python between iterations.
 
-The body of a ``Scan`` is compiled once, as any graph, to a plan of kernels
-(``compiler.plan``); ``NativeScan`` writes a small LLVM function, the *driver*, that
-runs that plan's kernels ``length`` times. Per iteration ``t`` (``length - 1 - t`` when
-``reverse``) it points the body's ``xs`` arguments at row ``t`` of the stacked ``xs``,
-calls every kernel of the body in plan order (a chunked one over its whole range, on
-this thread), copies each ``y`` result into row ``t`` of its stacked output and each
-carry result into the carry buffer the next iteration reads::
+The body of a ``Scan`` (and the test and the step of a ``WhileLoop``) is compiled once,
+as any graph, to a plan of kernels (``compiler.plan``); ``NativeScan`` and
+``NativeWhile`` write a small LLVM function, the *driver*, that runs those kernels
+until the loop ends. Per iteration ``t`` of a scan (``length - 1 - t`` when
+``reverse``) the driver points the body's ``xs`` arguments at row ``t`` of the stacked
+``xs``, calls every kernel of the body in plan order (a chunked one over its whole
+range, on this thread), copies each ``y`` result into row ``t`` of its stacked output
+and each carry result into the carry buffer the next iteration reads::
 
-    define void @tidu_loop_<digest>(ptr %buffers, ptr %xs, ptr %ys, ptr %kernels,
+    define void @tidu_loop_<digest>(ptr %buffers, ptr %kernels, ptr %xs, ptr %ys,
                                     i64 %length) {
     entry:                                       ; loop-invariant pointers, loaded once
-      %b0 = load ptr, ptr %buffers               ; consts, carries, kernel outputs
-      %k0 = load ptr, ptr %kernels               ; the body's kernel entry points
+      %b0 = load ptr, ptr %b0.at                 ; consts, carries, kernel outputs
+      %k0 = load ptr, ptr %k0.at                 ; the body's kernel entry points
       ...
     loop:
       %t = phi i64 [ 0, %entry ], [ %t.next, %loop ]
-      %x0 = getelementptr i8, ptr %xs0, i64 (%t * row bytes)
+      %x0 = getelementptr i8, ptr %x0.base, i64 (%t * row bytes)
       call void %k0(ptr %b0, ptr %x0, ptr %b2)
-      call void @llvm.memcpy(ptr %y0.row, ptr %b2, i64 row bytes)   ; ys[t] = y
+      call void @llvm.memcpy(ptr %y0, ptr %b2, i64 row bytes)       ; ys[t] = y
       call void @llvm.memcpy(ptr %b1, ptr %b2, i64 carry bytes)     ; carry = carry'
       ...
     }
 
-The trip count is an argument (one driver serves every ``length``); what the driver
-bakes in (the body's buffers, row sizes, the direction) is what its text, the key of
-the in-memory driver cache, holds. Library steps of the body run natively only where
-they need no loop: a step whose inputs are all loop-invariant (a constant, the
-transpose of a weight) runs once, before the loop, and a ``Reshape`` is the same
-memory under another shape (an alias). A body with any other library step (a BLAS
-contraction that ``compiler.contraction_kernels`` kept, a nested loop) is refused
-(``NotNative``): its scan runs one plan call per iteration instead.
+A while loop's driver runs the test's kernels on the carries, reads its bool, and runs
+the step's kernels and the carry copies while it holds (the two plans share the carry
+buffers). The trip count is an argument (one driver serves every ``length``); what a
+driver bakes in (the plans' buffers, row sizes, the direction) is in its text, the key
+of the in-memory driver cache. Library steps of a body run natively only where they
+need no loop: a step whose inputs are all loop-invariant (a constant, the transpose of
+a weight) runs once, before the loop, and a ``Reshape`` is the same memory under
+another shape (an alias). A body with any other library step (a BLAS contraction that
+``compiler.contraction_kernels`` kept, a nested loop) is refused (``NotNative``): its
+loop calls the body's plan once per iteration instead.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from tidu_compile.compiler.plan import (
 from tidu_compile.ops.base import TensorType
 from tidu_compile.ops.structural import Reshape
 
-__all__ = ["NativeScan", "NotNative"]
+__all__ = ["NativeScan", "NativeWhile", "NotNative"]
 
 
 class NotNative(ValueError):
@@ -63,17 +66,23 @@ def _nbytes(t: TensorType) -> int:
     return int(np.dtype(t.dtype).itemsize * int(np.prod(t.shape, dtype=np.int64)))
 
 
+def _memcpy(target: str, source: str, size: int) -> str:
+    return f"  call void @llvm.memcpy.p0.p0.i64(ptr {target}, ptr {source}, i64 {size}, i1 false)"
+
+
 #: Driver text -> its native function (compiled once per process).
 _DRIVERS: dict[str, Any] = {}
 
 _SIGNATURE = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 4), ctypes.c_int64)
 
 
-def _compile_driver(text: str, name: str) -> Any:
-    """The driver ``name`` of LLVM IR ``text``, compiled (O3, host CPU) and loaded."""
+def _compile_driver(text: str) -> tuple[Any, str]:
+    """The driver of LLVM IR ``text`` (its function ``@NAME``), compiled (O3, host CPU)
+    and loaded, and its symbol: ``tidu_loop_`` and a digest of the text."""
+    name = "tidu_loop_" + hashlib.sha256(text.encode()).hexdigest()[:20]
     found = _DRIVERS.get(text)
     if found is not None:
-        return found
+        return found, name
     import llvmlite.binding as llvm
 
     from tidu_compile.backend import jit
@@ -85,7 +94,8 @@ def _compile_driver(text: str, name: str) -> Any:
         address = engine.address_of(name)
     else:
         host = host_target()
-        full = f'target triple = "{host.triple}"\ntarget datalayout = "{host.data_layout}"\n{text}'
+        full = (f'target triple = "{host.triple}"\ntarget datalayout = "{host.data_layout}"\n'
+                + text.replace("@NAME", "@" + name))  # fmt: skip
         with TARGET_LOCK:
             parsed = llvm.parse_assembly(full)
             parsed.verify()
@@ -93,23 +103,28 @@ def _compile_driver(text: str, name: str) -> Any:
         address = engine.load(compiled, [name])[name]
     driver = _SIGNATURE(address)
     _DRIVERS[text] = driver
-    return driver
+    return driver, name
 
 
-class NativeScan:
-    """Runs ``Scan(body, consts, carries, length, reverse)`` natively, given the body's
-    bound plan (see the module docstring); ``NotNative`` if the plan cannot."""
+class _PlanCalls:
+    """One bound plan run inside a driver: the pointers it needs, its kernel calls.
 
-    def __init__(self, bound: BoundPlan, consts: int, carries: int, reverse: bool) -> None:
+    ``given`` names the SSA pointer of plan arguments the driver computes (an ``xs``
+    row, another plan's carry buffer); every other buffer's pointer is loaded once, on
+    entry, from the plan's buffer table (``%<prefix>buffers``), its kernels' addresses
+    from ``%<prefix>kernels``. ``invariant`` are the arguments whose values no
+    iteration changes (the consts).
+    """
+
+    def __init__(self, bound: BoundPlan, prefix: str, given: dict[int, str],
+                 invariant: Sequence[int]) -> None:  # fmt: skip
         plan = bound.plan
-        self.bound, self.consts, self.carries = bound, consts, carries
-        self.reverse = reverse
-        self.xs = plan.arg_count - consts - carries
-        if plan.arg_count < consts + carries or len(plan.results) < carries:
-            raise NotNative("the plan does not take the scan's inputs")
+        self.bound, self.prefix, self.given = bound, prefix, given
+        if any(s not in bound.kernel_addresses for s in plan.kernel_symbols):
+            raise NotNative("the plan's kernels have no data-pointer entry points")
         if None in plan.results:
             raise NotNative("the body has a structurally zero result")
-        invariant = set(range(consts)) | {index for index, _ in plan.constants}
+        known = set(invariant) | {index for index, _ in plan.constants}
         #: Buffer -> the buffer whose memory it is (a Reshape's output is its input's).
         self.root = {i: i for i in range(len(plan.types))}
         self.hoisted: list[LibraryStep] = []
@@ -119,126 +134,56 @@ class NativeScan:
             if isinstance(step, KernelStep):
                 self.kernels.append(step)
                 self.allocated.extend(step.outputs)
-            elif all(i in invariant for i in step.inputs):
+            elif step.fallback:
+                raise NotNative(f"{step.op!r} is not compiled")
+            elif all(i in known for i in step.inputs):
                 self.hoisted.append(step)
-                invariant.update(step.outputs)
+                known.update(step.outputs)
             elif isinstance(step.op, Reshape):
                 self.root[step.outputs[0]] = self.root[step.inputs[0]]
             else:
                 raise NotNative(f"{step.op!r} runs between the kernels of every iteration")
-        if any(s not in bound.kernel_addresses for s in plan.kernel_symbols):
-            raise NotNative("the plan's kernels have no data-pointer entry points")
-        self.text, self.name = self._driver_text()
-
-    # ----------------------------------------------------------------- the driver
-
-    def _pointer(self, buffer: int) -> str:
-        root = self.root[buffer]
-        first_x = self.consts + self.carries
-        return f"%x{root - first_x}" if first_x <= root < self.plan.arg_count else f"%b{root}"
 
     @property
-    def plan(self) -> Any:
-        return self.bound.plan
+    def types(self) -> tuple[TensorType, ...]:
+        return self.bound.plan.types
 
-    def _driver_text(self) -> tuple[str, str]:
-        plan, first_x = self.plan, self.consts + self.carries
-        types = plan.types
-        body: list[str] = []
-        tables = [f"  %b{i} = load ptr, ptr %buffer.{i}" for i in range(len(types))
-                  if self.root[i] == i and not first_x <= i < plan.arg_count]  # fmt: skip
-        addresses = [f"  %buffer.{i} = getelementptr ptr, ptr %buffers, i64 {i}"
-                     for i in range(len(types))]  # fmt: skip
-        for j in range(self.xs):
-            row = _nbytes(types[first_x + j])
-            addresses.append(f"  %xs.{j} = getelementptr ptr, ptr %xs, i64 {j}")
-            tables.append(f"  %xbase{j} = load ptr, ptr %xs.{j}")
-            body.append(f"  %xoff{j} = mul i64 %row, {row}")
-            body.append(f"  %x{j} = getelementptr i8, ptr %xbase{j}, i64 %xoff{j}")
-        for n, step in enumerate(self.kernels):
-            addresses.append(f"  %kernel.{n} = getelementptr ptr, ptr %kernels, i64 {n}")
-            tables.append(f"  %k{n} = load ptr, ptr %kernel.{n}")
-            arguments = [f"ptr {self._pointer(b)}" for b in (*step.inputs, *step.outputs)]
-            if step.extent:
-                arguments += ["i64 0", f"i64 {step.extent}"]
-            body.append(f"  call void %k{n}({', '.join(arguments)})")
-        results = plan.results
-        for j, result in enumerate(results[self.carries :]):
-            row = _nbytes(types[result])
-            addresses.append(f"  %ys.{j} = getelementptr ptr, ptr %ys, i64 {j}")
-            tables.append(f"  %ybase{j} = load ptr, ptr %ys.{j}")
-            body.append(f"  %yoff{j} = mul i64 %row, {row}")
-            body.append(f"  %y{j} = getelementptr i8, ptr %ybase{j}, i64 %yoff{j}")
-            body.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr %y{j}, ptr "
-                        f"{self._pointer(result)}, i64 {row}, i1 false)")  # fmt: skip
-        body += self._carry_updates()
-        text = "\n".join([
-            "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
-            "define void @NAME(ptr %buffers, ptr %xs, ptr %ys, ptr %kernels, i64 %length) {",
-            "entry:", *addresses, *tables,
-            "  %empty = icmp eq i64 %length, 0",
-            "  br i1 %empty, label %exit, label %loop",
-            "loop:",
-            "  %t = phi i64 [ 0, %entry ], [ %t.next, %loop ]",
-            ("  %last = sub i64 %length, 1\n  %row = sub i64 %last, %t" if self.reverse
-             else "  %row = add i64 %t, 0"),
-            *body,
-            "  %t.next = add i64 %t, 1",
-            "  %done = icmp eq i64 %t.next, %length",
-            "  br i1 %done, label %exit, label %loop",
-            "exit:",
-            "  ret void",
-            "}",
-        ])  # fmt: skip
-        name = "tidu_loop_" + hashlib.sha256(text.encode()).hexdigest()[:20]
-        return text.replace("@NAME", "@" + name), name
+    def pointer(self, buffer: int) -> str:
+        root = self.root[buffer]
+        return self.given.get(root, f"%{self.prefix}b{root}")
 
-    def _carry_updates(self) -> list[str]:
-        """``carry[j] = result[j]`` for every carry, through scratch buffers when a
-        result is the memory of another carry (a swap must not read a copied one)."""
-        plan, consts = self.plan, self.consts
-        states = [consts + j for j in range(self.carries)]
-        results = plan.results[: self.carries]
-        sources = [self._pointer(r) for r in results]
-        targets = [f"%b{s}" for s in states]
-        nbytes = [_nbytes(plan.types[s]) for s in states]
-        moves = [(s, t, n) for s, t, n in zip(sources, targets, nbytes, strict=True) if s != t]
-        staged = any(s in targets for s, _, _ in moves)
-        lines = []
-        if staged:
-            scratch = len(plan.types)
-            lines.append(f"  %scratch.at = getelementptr ptr, ptr %buffers, i64 {scratch}")
-            lines.append("  %scratch = load ptr, ptr %scratch.at")
-            for j, (source, _, size) in enumerate(moves):
-                lines.append(f"  %scratch.{j} = getelementptr i8, ptr %scratch, i64 "
-                             f"{sum(n for _, _, n in moves[:j])}")  # fmt: skip
-                lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr %scratch.{j}, ptr "
-                             f"{source}, i64 {size}, i1 false)")  # fmt: skip
-            moves = [(f"%scratch.{j}", t, n) for j, (_, t, n) in enumerate(moves)]
-        for source, target, size in moves:
-            lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr {target}, ptr {source}, "
-                         f"i64 {size}, i1 false)")  # fmt: skip
-        self.scratch_bytes = sum(n for _, _, n in moves) if staged else 0
+    def result(self, j: int) -> str:
+        return self.pointer(self.bound.plan.results[j])  # type: ignore[arg-type]
+
+    def entry(self) -> list[str]:
+        """Loading the pointers of the buffer table and of the kernels, once."""
+        p, lines = self.prefix, []
+        for i in range(len(self.types)):
+            if self.root[i] == i and i not in self.given:
+                lines.append(f"  %{p}b{i}.at = getelementptr ptr, ptr %{p}buffers, i64 {i}")
+                lines.append(f"  %{p}b{i} = load ptr, ptr %{p}b{i}.at")
+        for n in range(len(self.kernels)):
+            lines.append(f"  %{p}k{n}.at = getelementptr ptr, ptr %{p}kernels, i64 {n}")
+            lines.append(f"  %{p}k{n} = load ptr, ptr %{p}k{n}.at")
         return lines
 
-    # ------------------------------------------------------------------- running
+    def calls(self) -> list[str]:
+        """One iteration: every kernel, in plan order."""
+        lines = []
+        for n, step in enumerate(self.kernels):
+            arguments = [f"ptr {self.pointer(b)}" for b in (*step.inputs, *step.outputs)]
+            if step.extent:
+                arguments += ["i64 0", f"i64 {step.extent}"]
+            lines.append(f"  call void %{self.prefix}k{n}({', '.join(arguments)})")
+        return lines
 
-    def __call__(self, consts: Sequence[Any], carries: Sequence[Any], xs: Sequence[Any],
-                 length: int) -> list[np.ndarray]:  # fmt: skip
-        """The final carries and the stacked ``y`` of ``length`` iterations."""
-        plan = self.plan
-        types = plan.types
-        driver = _compile_driver(self.text, self.name)
+    def tables(self, arguments: dict[int, Any]) -> tuple[list[int], Any, list[Any]]:
+        """The buffer pointers and the kernel table for ``arguments`` (plan argument
+        -> array; the hoisted steps run here), and the arrays the pointers point to."""
+        types = self.types
         buffers: list[Any] = [None] * len(types)
-        for i, value in enumerate(consts):
-            buffers[i] = native_buffer(value, types[i], f"const {i}")
-        for j, value in enumerate(carries):
-            state = np.array(value, dtype=types[self.consts + j].dtype, order="C", copy=True)
-            buffers[self.consts + j] = native_buffer(state, types[self.consts + j], f"carry {j}")
-        first_x = self.consts + self.carries
-        rows = [native_buffer(x, TensorType((length, *types[first_x + j].shape),
-                                            types[first_x + j].dtype), f"xs {j}")
-                for j, x in enumerate(xs)]  # fmt: skip
+        for index, array in arguments.items():
+            buffers[index] = array
         for index, array in self.bound.constants.items():
             buffers[index] = array
         for step in self.hoisted:
@@ -248,16 +193,171 @@ class NativeScan:
                 buffers[index] = value
         for index in self.allocated:
             buffers[index] = np.empty(types[index].shape, types[index].dtype)
-        y_types = [types[r] for r in plan.results[self.carries :] if r is not None]
-        ys = [np.empty((length, *t.shape), t.dtype) for t in y_types]
+        pointers = [0 if b is None else b.ctypes.data for b in buffers]
+        kernels = [self.bound.kernel_addresses[s.symbol] for s in self.kernels]
+        return pointers, _table(kernels), buffers
+
+
+def _table(addresses: Sequence[int]) -> Any:
+    return (ctypes.c_void_p * max(len(addresses), 1))(*addresses)
+
+
+def _carry_updates(targets: list[str], sources: list[str], sizes: list[int],
+                   scratch: str) -> tuple[list[str], int]:  # fmt: skip
+    """``target[j] = source[j]`` for every carry, through ``scratch`` when a source is
+    another carry's buffer (a swap must not read a carry already copied); the lines and
+    the scratch bytes they need."""
+    moves = [(t, s, n) for t, s, n in zip(targets, sources, sizes, strict=True) if s != t]
+    if not any(s in targets for _, s, _ in moves):
+        return [_memcpy(t, s, n) for t, s, n in moves], 0
+    lines, offset = [], 0
+    for j, (_, source, size) in enumerate(moves):
+        lines.append(f"  %scratch.{j} = getelementptr i8, ptr {scratch}, i64 {offset}")
+        lines.append(_memcpy(f"%scratch.{j}", source, size))
+        offset += size
+    lines += [_memcpy(t, f"%scratch.{j}", n) for j, (t, _, n) in enumerate(moves)]
+    return lines, offset
+
+
+def _carry_states(values: Sequence[Any], types: Sequence[TensorType]) -> list[np.ndarray]:
+    """Fresh C-contiguous copies of the initial carries: the buffers the loop updates."""
+    return [native_buffer(np.array(v, dtype=t.dtype, order="C", copy=True), t, f"carry {j}")
+            for j, (v, t) in enumerate(zip(values, types, strict=True))]  # fmt: skip
+
+
+_DECLARE = "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)"
+
+
+class NativeScan:
+    """Runs ``Scan(body, consts, carries, length, reverse)`` natively, given the body's
+    bound plan (see the module docstring); ``NotNative`` if the plan cannot."""
+
+    def __init__(self, bound: BoundPlan, consts: int, carries: int, reverse: bool) -> None:
+        plan = bound.plan
+        self.consts, self.carries = consts, carries
+        self.xs = plan.arg_count - consts - carries
+        if self.xs < 0 or len(plan.results) < carries:
+            raise NotNative("the plan does not take the scan's inputs")
+        first_x = consts + carries
+        self.body = _PlanCalls(bound, "", {first_x + j: f"%x{j}" for j in range(self.xs)},
+                               range(consts))  # fmt: skip
+        types, body = plan.types, self.body
+        lines = []
+        for j in range(self.xs):
+            lines.append(f"  %x{j}.offset = mul i64 %row, {_nbytes(types[first_x + j])}")
+            lines.append(f"  %x{j} = getelementptr i8, ptr %x{j}.base, i64 %x{j}.offset")
+        lines += body.calls()
+        self.y_types = [types[r] for r in plan.results[carries:]]  # type: ignore[index]
+        for j, t in enumerate(self.y_types):
+            lines.append(f"  %y{j}.offset = mul i64 %row, {_nbytes(t)}")
+            lines.append(f"  %y{j} = getelementptr i8, ptr %y{j}.base, i64 %y{j}.offset")
+            lines.append(_memcpy(f"%y{j}", body.result(carries + j), _nbytes(t)))
+        states = [consts + j for j in range(carries)]
+        updates, self.scratch_bytes = _carry_updates(
+            [body.pointer(s) for s in states], [body.result(j) for j in range(carries)],
+            [_nbytes(types[s]) for s in states], "%scratch")  # fmt: skip
+        bases = [f"  %x{j}.base = load ptr, ptr %x{j}.at" for j in range(self.xs)]
+        bases += [f"  %y{j}.base = load ptr, ptr %y{j}.at" for j in range(len(self.y_types))]
+        self.text = "\n".join([
+            _DECLARE,
+            "define void @NAME(ptr %buffers, ptr %kernels, ptr %xs, ptr %ys, i64 %length) {",
+            "entry:", *body.entry(),
+            *(f"  %x{j}.at = getelementptr ptr, ptr %xs, i64 {j}" for j in range(self.xs)),
+            *(f"  %y{j}.at = getelementptr ptr, ptr %ys, i64 {j}"
+              for j in range(len(self.y_types))),
+            *bases,
+            f"  %scratch.at = getelementptr ptr, ptr %buffers, i64 {len(types)}",
+            "  %scratch = load ptr, ptr %scratch.at",
+            "  %empty = icmp eq i64 %length, 0",
+            "  br i1 %empty, label %exit, label %loop",
+            "loop:",
+            "  %t = phi i64 [ 0, %entry ], [ %t.next, %loop ]",
+            "  %last = sub i64 %length, 1\n  %row = sub i64 %last, %t" if reverse
+            else "  %row = add i64 %t, 0",
+            *lines, *updates,
+            "  %t.next = add i64 %t, 1",
+            "  %done = icmp eq i64 %t.next, %length",
+            "  br i1 %done, label %exit, label %loop",
+            "exit:",
+            "  ret void",
+            "}",
+        ])  # fmt: skip
+
+    def __call__(self, consts: Sequence[Any], carries: Sequence[Any], xs: Sequence[Any],
+                 length: int) -> list[np.ndarray]:  # fmt: skip
+        """The final carries and the stacked ``y`` of ``length`` iterations."""
+        driver, _ = _compile_driver(self.text)
+        types, k, c = self.body.types, self.consts, self.carries
+        arguments = {i: native_buffer(v, types[i], f"const {i}") for i, v in enumerate(consts)}
+        states = _carry_states(carries, types[k : k + c])
+        arguments.update((k + j, s) for j, s in enumerate(states))
+        rows = [native_buffer(x, TensorType((length, *types[k + c + j].shape),
+                                            types[k + c + j].dtype), f"xs {j}")
+                for j, x in enumerate(xs)]  # fmt: skip
+        ys = [np.empty((length, *t.shape), t.dtype) for t in self.y_types]
         scratch = np.empty(max(self.scratch_bytes, 1), np.uint8)
-        table = [0 if b is None else b.ctypes.data for b in buffers] + [scratch.ctypes.data]
-        tables = [
-            (ctypes.c_void_p * max(len(table), 1))(*table),
-            (ctypes.c_void_p * max(len(rows), 1))(*(r.ctypes.data for r in rows)),
-            (ctypes.c_void_p * max(len(ys), 1))(*(y.ctypes.data for y in ys)),
-            (ctypes.c_void_p * max(len(self.kernels), 1))(
-                *(self.bound.kernel_addresses[s.symbol] for s in self.kernels)),
-        ]  # fmt: skip
-        driver(*(ctypes.addressof(t) for t in tables), length)
-        return [*(buffers[self.consts + j] for j in range(self.carries)), *ys]
+        pointers, kernels, held = self.body.tables(arguments)
+        tables = (_table([*pointers, scratch.ctypes.data]), kernels,  # alive for the call
+                  _table([r.ctypes.data for r in rows]), _table([y.ctypes.data for y in ys]))
+        driver(*map(ctypes.addressof, tables), length)
+        del held
+        return [*states, *ys]
+
+
+class NativeWhile:
+    """Runs ``WhileLoop(cond_body, body, cond_consts)`` natively, given the bound plans
+    of its test and its step; ``NotNative`` if either cannot."""
+
+    def __init__(self, test: BoundPlan, step: BoundPlan, cond_consts: int, carries: int) -> None:
+        self.cond_consts, self.carries = cond_consts, carries
+        self.body_consts = step.plan.arg_count - carries
+        if self.body_consts < 0 or test.plan.arg_count != cond_consts + carries:
+            raise NotNative("the plans do not take the loop's inputs")
+        k = self.body_consts
+        self.step = _PlanCalls(step, "", {}, range(k))
+        shared = {cond_consts + j: self.step.pointer(k + j) for j in range(carries)}
+        self.test = _PlanCalls(test, "c", shared, range(cond_consts))
+        types = step.plan.types
+        updates, self.scratch_bytes = _carry_updates(
+            [self.step.pointer(k + j) for j in range(carries)],
+            [self.step.result(j) for j in range(carries)],
+            [_nbytes(types[k + j]) for j in range(carries)], "%scratch")  # fmt: skip
+        self.text = "\n".join([
+            _DECLARE,
+            "define void @NAME(ptr %cbuffers, ptr %ckernels, ptr %buffers, ptr %kernels, "
+            "i64 %unused) {",
+            "entry:", *self.step.entry(), *self.test.entry(),
+            f"  %scratch.at = getelementptr ptr, ptr %buffers, i64 {len(types)}",
+            "  %scratch = load ptr, ptr %scratch.at",
+            "  br label %test",
+            "test:",
+            *self.test.calls(),
+            f"  %holds.byte = load i8, ptr {self.test.result(0)}",
+            "  %holds = icmp ne i8 %holds.byte, 0",
+            "  br i1 %holds, label %loop, label %exit",
+            "loop:",
+            *self.step.calls(), *updates,
+            "  br label %test",
+            "exit:",
+            "  ret void",
+            "}",
+        ])  # fmt: skip
+
+    def __call__(self, arrays: Sequence[Any]) -> list[np.ndarray]:
+        """The final carries, from ``arrays``: the test's consts, the step's, the carries."""
+        driver, _ = _compile_driver(self.text)
+        kc, kb = self.cond_consts, self.body_consts
+        step_types, test_types = self.step.types, self.test.types
+        test_args = {i: native_buffer(arrays[i], test_types[i], f"const {i}") for i in range(kc)}
+        step_args = {i: native_buffer(arrays[kc + i], step_types[i], f"const {kc + i}")
+                     for i in range(kb)}  # fmt: skip
+        states = _carry_states(arrays[kc + kb :], step_types[kb : kb + self.carries])
+        step_args.update((kb + j, s) for j, s in enumerate(states))
+        scratch = np.empty(max(self.scratch_bytes, 1), np.uint8)
+        pointers, kernels, held = self.step.tables(step_args)
+        test_pointers, ckernels, cheld = self.test.tables(test_args)
+        tables = (_table(test_pointers), ckernels, _table([*pointers, scratch.ctypes.data]),
+                  kernels)  # alive for the call
+        driver(*map(ctypes.addressof, tables), 0)
+        del held, cheld
+        return states

@@ -1,11 +1,11 @@
-"""Which scans a ``CompiledExecutor`` runs as one native loop (``compiler.native_loop``).
+"""Which loops a ``CompiledExecutor`` runs as one native call (``compiler.native_loop``).
 
-The body is compiled as a graph of its own, with its small contractions written as
+Each body is compiled as a graph of its own, with its small contractions written as
 kernels (``compiler.contraction_kernels``), through the executor's usual lookup (memory,
-disk, compile; with ``background``, a worker compiles it while the scan runs one plan
-call per iteration). One runner per body, consts/carries split and direction; a body
-whose plan cannot run natively (``NotNative``) remembers ``None``: its scans call the
-body's plan once per iteration (``CompiledExecutor.graph_runner``).
+disk, compile; with ``background``, a worker compiles it while the loop runs one plan
+call per iteration). One runner per loop structure (bodies, consts/carries split,
+direction); a loop whose plans cannot run natively (``NotNative``) remembers ``None``:
+it calls the body's plan once per iteration (``CompiledExecutor.graph_runner``).
 """
 
 from __future__ import annotations
@@ -15,41 +15,58 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from tidu_compile.compiler.contraction_kernels import contractions_as_kernels
-from tidu_compile.compiler.native_loop import NativeScan, NotNative
+from tidu_compile.compiler.native_loop import NativeScan, NativeWhile, NotNative
 from tidu_compile.compiler.program import UnsupportedNode, graph_program
 from tidu_compile.executors.tiered import Submitted
 
-__all__ = ["native_scan_runner"]
+__all__ = ["native_loop_runner"]
 
-#: Per executor: (body, consts, carries, reverse) -> NativeScan, None, or a Submitted.
+#: Per executor: loop structure -> its runner, None, or the compiles it waits for.
 _RUNNERS: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
 
+Obtain = Callable[[Any], Any]
+"""The executor's lookup of a program's (artifact, bound plan), or a ``Submitted``."""
 
-def native_scan_runner(executor: Any, scan: Any, obtain: Callable[[Any], Any]) -> NativeScan | None:
-    """``scan``'s native runner, or None (``obtain(program)``: the executor's lookup
-    of a program's artifact and bound plan, or a ``Submitted`` compile)."""
+
+def _loop_key(loop: Any) -> Hashable:
+    if hasattr(loop, "cond_body"):  # a WhileLoop
+        return ("while", loop.cond_body, loop.body, loop.cond_consts)
+    return ("scan", loop.body, loop.consts, loop.carries, loop.reverse)
+
+
+def _bodies(loop: Any) -> tuple[Any, ...]:
+    return (loop.cond_body, loop.body) if hasattr(loop, "cond_body") else (loop.body,)
+
+
+def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
+    """The native runner of ``loop`` (an ``ops.Scan`` or ``ops.WhileLoop``), or None."""
     runners = _RUNNERS.setdefault(executor, {})
-    key = (scan.body, scan.consts, scan.carries, scan.reverse)
+    key = _loop_key(loop)
     found = runners.get(key, runners)
-    if type(found) is Submitted:
-        if not found.ready():
+    if found is not runners and not isinstance(found, list):
+        return found
+    if isinstance(found, list):  # compiles submitted to a worker
+        if not all(f.ready() for f in found if type(f) is Submitted):
             return None
-        found = executor.tiered.collect(found)
-    elif found is runners:
+        found = [executor.tiered.collect(f) if type(f) is Submitted else f for f in found]
+    else:
         try:
-            program = graph_program(scan.body.recorded, scan.body.input_types)
+            found = [obtain(contractions_as_kernels(graph_program(b.recorded, b.input_types)))
+                     for b in _bodies(loop)]  # fmt: skip
         except UnsupportedNode:
-            runners[key] = None
-            return None
-        found = obtain(contractions_as_kernels(program))
-    if type(found) is Submitted:
+            found = [None]
+    if any(type(f) is Submitted for f in found):
         runners[key] = found
         return None
-    if isinstance(found, tuple):
+    runner: NativeScan | NativeWhile | None = None
+    if all(isinstance(f, tuple) for f in found):  # else REFERENCE_ONLY: not compiled
+        plans = [f[1] for f in found]
         try:
-            found = NativeScan(found[1], scan.consts, scan.carries, scan.reverse)
+            if len(plans) == 2:
+                runner = NativeWhile(plans[0], plans[1], loop.cond_consts, loop.carries)
+            else:
+                runner = NativeScan(plans[0], loop.consts, loop.carries, loop.reverse)
         except NotNative:
-            found = None
-    runner = found if isinstance(found, NativeScan) else None  # REFERENCE_ONLY: not compiled
+            runner = None
     runners[key] = runner
     return runner

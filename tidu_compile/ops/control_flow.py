@@ -56,7 +56,7 @@ from tidu_compile.ops.base import (
 )
 from tidu_compile.ops.batching import batch_sequentially
 from tidu_compile.ops.complex_ops import Constant
-from tidu_compile.ops.loop_body import Body, BodyBuilder, native_scan, run_body
+from tidu_compile.ops.loop_body import Body, BodyBuilder, native_loop, run_body
 
 __all__ = ["Cond", "ControlFlow", "Scan", "WhileLoop"]
 
@@ -187,7 +187,7 @@ class Scan(ControlFlow):
         consts = list(arrays[: layout.consts])
         carry = list(arrays[layout.carry_slice])
         xs = arrays[layout.x_slice]
-        native = native_scan(self)
+        native = native_loop(self)
         if native is not None:  # every iteration in one native call
             return tuple(native(consts, carry, xs, self.length))
         run = run_body(self.body)
@@ -509,6 +509,9 @@ class WhileLoop(ControlFlow):
         return self.body.output_types
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        native = native_loop(self)
+        if native is not None:  # every iteration in one native call
+            return tuple(native(arrays))
         cond_consts = list(arrays[: self.cond_consts])
         body_consts = list(arrays[self.cond_consts : len(arrays) - self.carries])
         carry = list(arrays[len(arrays) - self.carries :])

@@ -32,7 +32,7 @@ from tidu_compile.ops.complex_ops import Constant
 from tidu_compile.ops.elementwise import Add
 from tidu_compile.printing import graph_to_text
 
-__all__ = ["Body", "BodyBuilder", "install_body_executor", "native_scan", "run_body"]
+__all__ = ["Body", "BodyBuilder", "install_body_executor", "native_loop", "run_body"]
 
 
 def _value_types(graph: Graph, input_types: Sequence[TensorType]) -> list[TensorType | None]:
@@ -116,15 +116,15 @@ def run_body(body: Body) -> Callable[[Sequence[Any]], list[Any]]:
     return lambda values: run_graph(recorded, list(values))
 
 
-def native_scan(scan: Any) -> Callable[..., list[Any]] | None:
-    """The executor's runner of ``scan``'s whole loop in native code (on a
-    ``CompiledExecutor``: ``scan_runner``), or None: run the body once per iteration."""
+def native_loop(loop: Any) -> Callable[..., list[Any]] | None:
+    """The executor's runner of a whole ``Scan`` or ``WhileLoop`` in native code (on a
+    ``CompiledExecutor``: ``loop_runner``), or None: run the body once per iteration."""
     getter = _BODY_EXECUTOR[0]
     executor = getter() if getter is not None else None
-    scan_runner = getattr(executor, "scan_runner", None)
-    if scan_runner is None or not scan.body.graph.operations:
+    loop_runner = getattr(executor, "loop_runner", None)
+    if loop_runner is None or not loop.body.graph.operations:
         return None
-    return scan_runner(scan)  # type: ignore[no-any-return]
+    return loop_runner(loop)  # type: ignore[no-any-return]
 
 
 class BodyBuilder:
