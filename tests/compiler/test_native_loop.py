@@ -1,5 +1,5 @@
 """Scans and while loops as one native loop (``compiler.native_loop``), and the
-contractions of their bodies as kernels (``compiler.contraction_kernels``).
+contractions of their bodies as calls of a strided product (``compiler.loop_contractions``).
 
 Every case runs on a ``CompiledExecutor`` (its scan taken by a ``NativeScan``: checked)
 and on the ``ReferenceExecutor``, and the two must agree: carries that swap, a carry
@@ -19,15 +19,13 @@ import pytest
 
 import tidu_compile as tc
 from tidu_compile import CompiledExecutor, ReferenceExecutor
-from tidu_compile.compiler.contraction_kernels import contraction_domain, contractions_as_kernels
+from tidu_compile.compiler.loop_contractions import strided_product
 from tidu_compile.compiler.native_loop import NativeScan, NativeWhile
-from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram
-from tidu_compile.ops.base import TensorType
 from tidu_compile.ops.structural import DotGeneral
 
 RNG = np.random.default_rng(3)
 
-# ------------------------------------------------------------ contractions as kernels
+# --------------------------------------------------------- contractions in loops
 
 #: (lhs shape, rhs shape, lhs contracting, rhs contracting, lhs batch, rhs batch)
 CONTRACTIONS = [
@@ -35,46 +33,30 @@ CONTRACTIONS = [
     ((4, 5), (5,), (1,), (0,), (), ()),  # W @ h
     ((4, 5), (5, 3), (1,), (0,), (), ()),  # matmul
     ((4, 5), (3, 5), (1,), (1,), (), ()),  # A @ B.T
+    ((5, 4), (3, 5), (0,), (1,), (), ()),  # A.T @ B.T
     ((4,), (3,), (), (), (), ()),  # outer
     ((2, 4, 5), (2, 5, 3), (2,), (1,), (0,), (0,)),  # batched matmul
-    ((5, 4), (5, 3), (0,), (0,), (), ()),  # A.T @ B
+    ((2, 3, 4), (3, 4, 6), (1, 2), (0, 1), (), ()),  # two contracted dimensions
+    ((4, 0), (0, 3), (1,), (0,), (), ()),  # nothing to sum: zeros
 ]
 
 
-def _program(op: DotGeneral, dtype: str) -> NodeProgram:
-    lhs, rhs = TensorType(op.lhs_shape, dtype), TensorType(op.rhs_shape, dtype)
-    (out,) = op.infer_types(lhs, rhs)
-    return NodeProgram((ArgSource("saved", 0), ArgSource("saved", 1)), (lhs, rhs, out),
-                       (Instr(op, (0, 1), (2,)),), (2,))  # fmt: skip
-
-
-def _evaluate(program: NodeProgram, args: list[np.ndarray]) -> list[np.ndarray]:
-    values: dict[int, Any] = dict(enumerate(args))
-    for instr in program.instrs:
-        values.update(zip(instr.outputs, instr.op.evaluate(*(values[i] for i in instr.inputs)),
-                          strict=True))  # fmt: skip
-    return [values[r] for r in program.results if r is not None]
-
-
 @pytest.mark.parametrize("dims", CONTRACTIONS, ids=str)
-def test_a_small_contraction_becomes_broadcasts_a_product_and_a_sum(dims: tuple) -> None:
+def test_the_strided_product_is_the_contraction(dims: tuple) -> None:
     op = DotGeneral(*dims[2:], dims[0], dims[1])
-    program = _program(op, "float64")
-    rewritten = contractions_as_kernels(program)
-    assert not any(isinstance(i.op, DotGeneral) for i in rewritten.instrs), rewritten
-    args = [RNG.standard_normal(op.lhs_shape), RNG.standard_normal(op.rhs_shape)]
-    np.testing.assert_allclose(_evaluate(rewritten, args)[0], _evaluate(program, args)[0],
-                               rtol=1e-13, atol=1e-13)  # fmt: skip
+    product = strided_product(op)
+    assert product is not None
+    lhs, rhs = RNG.standard_normal(op.lhs_shape).ravel(), RNG.standard_normal(op.rhs_shape).ravel()
+    (lb, lm, lk), (rb, rn, rk) = product.lhs_strides, product.rhs_strides
+    b, m, n, k = np.ix_(*(np.arange(e) for e in (product.batch, product.rows, product.columns,
+                                                 product.depth)))  # fmt: skip
+    routine = np.sum(lhs[b * lb + m * lm + k * lk] * rhs[b * rb + n * rn + k * rk], axis=3)
+    (want,) = op.evaluate(lhs.reshape(op.lhs_shape), rhs.reshape(op.rhs_shape))
+    np.testing.assert_allclose(routine.reshape(want.shape), want, rtol=1e-13, atol=1e-13)
 
 
-def test_contractions_that_need_a_transpose_or_are_large_or_integer_stay() -> None:
-    crossed = DotGeneral((0,), (1,), (), (), (5, 4), (3, 5))  # lhs k first, rhs k last
-    assert contraction_domain(crossed) is None
-    large = DotGeneral((1,), (0,), (), (), (128, 64), (64, 64))
-    integer = DotGeneral((1,), (0,), (), (), (4, 5), (5, 3))
-    for op, dtype in ((crossed, "float64"), (large, "float64"), (integer, "int64")):
-        program = _program(op, dtype)
-        assert contractions_as_kernels(program).instrs == program.instrs
+def test_a_contraction_over_dimensions_apart_in_memory_has_no_routine() -> None:
+    assert strided_product(DotGeneral((0, 2), (0, 1), (), (), (2, 3, 4), (2, 4))) is None
 
 
 # ------------------------------------------------------------------- native scans

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile.compiler.loop_contractions import DOT_DTYPES, dot_routine, strided_product
 from tidu_compile.compiler.plan import (
     BoundPlan,
     KernelStep,
@@ -53,7 +54,7 @@ from tidu_compile.compiler.plan import (
     native_buffer,
 )
 from tidu_compile.ops.base import TensorType
-from tidu_compile.ops.structural import Reshape
+from tidu_compile.ops.structural import DotGeneral, Reshape
 
 __all__ = ["NativeScan", "NativeWhile", "NotNative"]
 
@@ -76,13 +77,9 @@ _DRIVERS: dict[str, Any] = {}
 _SIGNATURE = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 4), ctypes.c_int64)
 
 
-def _compile_driver(text: str) -> tuple[Any, str]:
-    """The driver of LLVM IR ``text`` (its function ``@NAME``), compiled (O3, host CPU)
-    and loaded, and its symbol: ``tidu_loop_`` and a digest of the text."""
-    name = "tidu_loop_" + hashlib.sha256(text.encode()).hexdigest()[:20]
-    found = _DRIVERS.get(text)
-    if found is not None:
-        return found, name
+def _load(text: str, name: str) -> int:
+    """The address of function ``name`` of LLVM IR ``text``: loaded before, or compiled
+    (O3, host CPU) and loaded now."""
     import llvmlite.binding as llvm
 
     from tidu_compile.backend import jit
@@ -91,17 +88,24 @@ def _compile_driver(text: str) -> tuple[Any, str]:
 
     engine = get_engine()
     if engine.is_loaded(name):
-        address = engine.address_of(name)
-    else:
-        host = host_target()
-        full = (f'target triple = "{host.triple}"\ntarget datalayout = "{host.data_layout}"\n'
-                + text.replace("@NAME", "@" + name))  # fmt: skip
-        with TARGET_LOCK:
-            parsed = llvm.parse_assembly(full)
-            parsed.verify()
-        compiled = jit.object_code(jit.optimize(jit.LlvmIr(full, parsed)))
-        address = engine.load(compiled, [name])[name]
-    driver = _SIGNATURE(address)
+        return engine.address_of(name)
+    host = host_target()
+    full = f'target triple = "{host.triple}"\ntarget datalayout = "{host.data_layout}"\n{text}'
+    with TARGET_LOCK:
+        parsed = llvm.parse_assembly(full)
+        parsed.verify()
+    compiled = jit.object_code(jit.optimize(jit.LlvmIr(full, parsed)))
+    return engine.load(compiled, [name])[name]
+
+
+def _compile_driver(text: str) -> tuple[Any, str]:
+    """The driver of LLVM IR ``text`` (its function ``@NAME``), compiled and loaded, and
+    its symbol: ``tidu_loop_`` and a digest of the text."""
+    name = "tidu_loop_" + hashlib.sha256(text.encode()).hexdigest()[:20]
+    found = _DRIVERS.get(text)
+    if found is not None:
+        return found, name
+    driver = _SIGNATURE(_load(text.replace("@NAME", "@" + name), name))
     _DRIVERS[text] = driver
     return driver, name
 
@@ -129,11 +133,15 @@ class _PlanCalls:
         self.root = {i: i for i in range(len(plan.types))}
         self.hoisted: list[LibraryStep] = []
         self.kernels: list[KernelStep] = []
+        #: Per iteration, in plan order: a kernel call or a contraction routine's.
+        self.lines: list[str] = []
+        self.routines: set[str] = set()  # the contraction routines' IR
         self.allocated: list[int] = []  # buffers the loop writes: kernel outputs
         for step in plan.steps:
             if isinstance(step, KernelStep):
                 self.kernels.append(step)
                 self.allocated.extend(step.outputs)
+                self.lines.append(self._kernel_call(len(self.kernels) - 1, step))
             elif step.fallback:
                 raise NotNative(f"{step.op!r} is not compiled")
             elif all(i in known for i in step.inputs):
@@ -141,6 +149,9 @@ class _PlanCalls:
                 known.update(step.outputs)
             elif isinstance(step.op, Reshape):
                 self.root[step.outputs[0]] = self.root[step.inputs[0]]
+            elif isinstance(step.op, DotGeneral):
+                self.lines.append(self._contraction(step))
+                self.allocated.extend(step.outputs)
             else:
                 raise NotNative(f"{step.op!r} runs between the kernels of every iteration")
 
@@ -168,14 +179,25 @@ class _PlanCalls:
         return lines
 
     def calls(self) -> list[str]:
-        """One iteration: every kernel, in plan order."""
-        lines = []
-        for n, step in enumerate(self.kernels):
-            arguments = [f"ptr {self.pointer(b)}" for b in (*step.inputs, *step.outputs)]
-            if step.extent:
-                arguments += ["i64 0", f"i64 {step.extent}"]
-            lines.append(f"  call void %{self.prefix}k{n}({', '.join(arguments)})")
-        return lines
+        """One iteration: every kernel and contraction, in plan order."""
+        return list(self.lines)
+
+    def _kernel_call(self, n: int, step: KernelStep) -> str:
+        arguments = [f"ptr {self.pointer(b)}" for b in (*step.inputs, *step.outputs)]
+        if step.extent:
+            arguments += ["i64 0", f"i64 {step.extent}"]
+        return f"  call void %{self.prefix}k{n}({', '.join(arguments)})"
+
+    def _contraction(self, step: LibraryStep) -> str:
+        """The call of the contraction routine for ``step`` (``compiler.loop_contractions``)."""
+        dtype = self.types[step.outputs[0]].dtype
+        product = strided_product(step.op)
+        if dtype not in DOT_DTYPES or product is None:
+            raise NotNative(f"{step.op!r} has no native routine here (kept on BLAS)")
+        self.routines.add(dot_routine(dtype))
+        lhs, rhs = (self.pointer(i) for i in step.inputs)
+        return (f"  call void @tidu_loop_dot_{dtype}(ptr {self.pointer(step.outputs[0])}, "
+                f"ptr {lhs}, ptr {rhs}, {product.arguments()})")  # fmt: skip
 
     def tables(self, arguments: dict[int, Any]) -> tuple[list[int], Any, list[Any]]:
         """The buffer pointers and the kernel table for ``arguments`` (plan argument
@@ -259,7 +281,7 @@ class NativeScan:
         bases = [f"  %x{j}.base = load ptr, ptr %x{j}.at" for j in range(self.xs)]
         bases += [f"  %y{j}.base = load ptr, ptr %y{j}.at" for j in range(len(self.y_types))]
         self.text = "\n".join([
-            _DECLARE,
+            _DECLARE, *sorted(body.routines),
             "define void @NAME(ptr %buffers, ptr %kernels, ptr %xs, ptr %ys, i64 %length) {",
             "entry:", *body.entry(),
             *(f"  %x{j}.at = getelementptr ptr, ptr %xs, i64 {j}" for j in range(self.xs)),
@@ -323,7 +345,7 @@ class NativeWhile:
             [self.step.result(j) for j in range(carries)],
             [_nbytes(types[k + j]) for j in range(carries)], "%scratch")  # fmt: skip
         self.text = "\n".join([
-            _DECLARE,
+            _DECLARE, *sorted(self.step.routines | self.test.routines),
             "define void @NAME(ptr %cbuffers, ptr %ckernels, ptr %buffers, ptr %kernels, "
             "i64 %unused) {",
             "entry:", *self.step.entry(), *self.test.entry(),

@@ -1,10 +1,10 @@
 """Which loops a ``CompiledExecutor`` runs as one native call (``compiler.native_loop``).
 
-Each body is compiled as a graph of its own, with its small contractions written as
-kernels (``compiler.contraction_kernels``), through the executor's usual lookup (memory,
-disk, compile; with ``background``, a worker compiles it while the loop runs one plan
-call per iteration). One runner per loop structure (bodies, consts/carries split,
-direction); a loop whose plans cannot run natively (``NotNative``) remembers ``None``:
+Each body is compiled as a graph of its own (the program a per-iteration call runs too),
+through the executor's usual lookup (memory, disk, compile; with ``background``, a
+worker compiles it while the loop runs one plan call per iteration). One runner per
+loop structure (bodies, consts/carries split, direction); a loop whose plans cannot
+run natively (``NotNative``) remembers ``None``:
 it calls the body's plan once per iteration (``CompiledExecutor.graph_runner``).
 """
 
@@ -14,7 +14,6 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from tidu_compile.compiler.contraction_kernels import contractions_as_kernels
 from tidu_compile.compiler.native_loop import NativeScan, NativeWhile, NotNative
 from tidu_compile.compiler.program import UnsupportedNode, graph_program
 from tidu_compile.executors.tiered import Submitted
@@ -51,8 +50,7 @@ def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
         found = [executor.tiered.collect(f) if type(f) is Submitted else f for f in found]
     else:
         try:
-            found = [obtain(contractions_as_kernels(graph_program(b.recorded, b.input_types)))
-                     for b in _bodies(loop)]  # fmt: skip
+            found = [obtain(graph_program(b.recorded, b.input_types)) for b in _bodies(loop)]
         except UnsupportedNode:
             found = [None]
     if any(type(f) is Submitted for f in found):
