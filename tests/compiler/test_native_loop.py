@@ -175,3 +175,80 @@ def test_a_body_holding_a_loop_calls_its_plan_per_iteration() -> None:
         return _values(final)
 
     _both(run, natively=False)
+
+
+# ------------------------------------------------------------- the drivers' IR
+
+
+def _drivers(run: Callable[[], Any]) -> list[str]:
+    """The driver texts of the loops ``run`` runs on a fresh ``CompiledExecutor``."""
+    from tidu_compile.executors.native_loops import _RUNNERS
+
+    compiled = CompiledExecutor(cache_dir=False, background=False)
+    with tc.use_executor(compiled):
+        run()
+    return [r.text for r in _RUNNERS[compiled].values()]
+
+
+def _filecheck(text: str, checks: list[str]) -> None:
+    """Each ``CHECK: s`` line's ``s`` is in a line of ``text``, in order; ``NEXT: s`` in
+    the line right after the previous match (filecheck's CHECK and CHECK-NEXT)."""
+    lines, at = text.splitlines(), -1
+    for check in checks:
+        kind, wanted = check.split(": ", 1)
+        if kind == "NEXT":
+            assert wanted in lines[at + 1], f"{check!r} is not the line after {lines[at]!r}"
+            at += 1
+            continue
+        found = [i for i in range(at + 1, len(lines)) if wanted in lines[i]]
+        assert found, f"{check!r} not found after line {at}:\n{text}"
+        at = found[0]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_scan_is_one_loop_over_its_body_kernels(reverse: bool) -> None:
+    w, xs = tc.tensor(np.eye(3) * 0.5), tc.tensor(np.ones((4, 3)))
+    (text,) = _drivers(lambda: tc.scan(lambda h, x: (tc.tanh(h @ w + x), tc.sum(h)),
+                                       tc.zeros(3), xs, reverse=reverse))  # fmt: skip
+    _filecheck(text, [
+        "CHECK: define internal void @tidu_loop_dot_float64(",  # the product routine
+        "CHECK: define void @NAME(ptr %buffers, ptr %kernels, ptr %xs, ptr %ys, i64 %length)",
+        "CHECK: %k0 = load ptr, ptr %k0.at",  # the body's kernel, loaded once
+        "CHECK: br i1 %empty, label %exit, label %loop",
+        "CHECK: loop:",
+        "NEXT: %t = phi i64 [ 0, %entry ], [ %t.next, %loop ]",
+        "NEXT: %last = sub i64 %length, 1" if reverse else "NEXT: %row = add i64 %t, 0",
+        *(["NEXT: %row = sub i64 %last, %t"] if reverse else []),
+        "NEXT: %x0.offset = mul i64 %row, 24",  # row t of xs: 3 f64
+        "NEXT: %x0 = getelementptr i8, ptr %x0.base, i64 %x0.offset",
+        # h @ w: 1 batch, 1 row, 3 columns, depth 3; strides of h (0, 0, 1), w (0, 1, 3)
+        "NEXT: call void @tidu_loop_dot_float64(ptr %b3, ptr %b1, ptr %b0, i64 1, i64 1, "
+        "i64 3, i64 3, i64 0, i64 0, i64 1, i64 0, i64 1, i64 3)",
+        "NEXT: call void %k0(ptr %b3, ptr %x0, ptr %b1, ",  # tanh(. + x), sum(h)
+        "CHECK: %y0 = getelementptr i8, ptr %y0.base, i64 %y0.offset",
+        "NEXT: call void @llvm.memcpy.p0.p0.i64(ptr %y0, ",  # ys[t] = sum(h)
+        "CHECK: call void @llvm.memcpy.p0.p0.i64(ptr %b1, ",  # the carry for t + 1
+        "NEXT: %t.next = add i64 %t, 1",
+        "CHECK: br i1 %done, label %exit, label %loop",
+    ])  # fmt: skip
+
+
+def test_a_while_loop_tests_then_steps_and_swapped_carries_go_through_scratch() -> None:
+    (text,) = _drivers(lambda: tc.while_loop(lambda c: tc.sum(c[0]) < 50.0,
+                                             lambda c: (c[1], c[0] * 2.0 + 1.0),
+                                             (tc.ones(2), tc.ones(2))))  # fmt: skip
+    _filecheck(text, [
+        "CHECK: define void @NAME(ptr %cbuffers, ptr %ckernels, ptr %buffers, ptr %kernels,",
+        "CHECK: br label %test",
+        "CHECK: test:",
+        "NEXT: call void %ck0(ptr %b0, ",  # the test reads the step's carry buffers
+        "CHECK: %holds.byte = load i8, ptr %cb",
+        "NEXT: %holds = icmp ne i8 %holds.byte, 0",
+        "NEXT: br i1 %holds, label %loop, label %exit",
+        "CHECK: loop:",
+        "NEXT: call void %k0(",
+        "CHECK: %scratch.0 = getelementptr i8, ptr %scratch, i64 0",  # c[1] into scratch
+        "NEXT: call void @llvm.memcpy.p0.p0.i64(ptr %scratch.0, ptr %b1, i64 16, i1 false)",
+        "CHECK: call void @llvm.memcpy.p0.p0.i64(ptr %b0, ptr %scratch.0, i64 16, i1 false)",
+        "CHECK: br label %test",
+    ])  # fmt: skip

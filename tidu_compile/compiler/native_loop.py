@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile import forksafe
 from tidu_compile.compiler.loop_contractions import DOT_DTYPES, dot_routine, strided_product
 from tidu_compile.compiler.plan import (
     BoundPlan,
@@ -71,8 +72,9 @@ def _memcpy(target: str, source: str, size: int) -> str:
     return f"  call void @llvm.memcpy.p0.p0.i64(ptr {target}, ptr {source}, i64 {size}, i1 false)"
 
 
-#: Driver text -> its native function (compiled once per process).
+#: Driver text -> its native function (compiled once per process, under the lock).
 _DRIVERS: dict[str, Any] = {}
+_DRIVERS_LOCK = forksafe.Lock()
 
 _SIGNATURE = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 4), ctypes.c_int64)
 
@@ -105,9 +107,11 @@ def _compile_driver(text: str) -> tuple[Any, str]:
     found = _DRIVERS.get(text)
     if found is not None:
         return found, name
-    driver = _SIGNATURE(_load(text.replace("@NAME", "@" + name), name))
-    _DRIVERS[text] = driver
-    return driver, name
+    with _DRIVERS_LOCK:  # two threads must not load the same symbol twice
+        found = _DRIVERS.get(text)
+        if found is None:
+            found = _DRIVERS[text] = _SIGNATURE(_load(text.replace("@NAME", "@" + name), name))
+    return found, name
 
 
 class _PlanCalls:
