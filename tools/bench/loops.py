@@ -14,7 +14,9 @@ counted): *cold*, the seconds to the first loss and gradient (ours on a
 ``CompiledExecutor`` with blocking compiles and no disk cache: everything compiled,
 each scan then one native loop; jax's first call of
 ``jax.jit(jax.value_and_grad(loss))``; torch's first eager forward and
-``torch.autograd.grad``, its loops Python loops); *step*, the best of later calls. Our
+``torch.autograd.grad``, its loops Python loops); *step*, the best of later calls (ours
+eager, which traces the scan's body again at every call, and in a ``@tc.function``,
+which replays its trace). Our
 gradients are checked against the reference executor's and must have no fallback.
 The last rows are what ``scan(checkpoint=True)`` saves: the bytes the tape keeps for
 the scan node with and without it, and our step time with it.
@@ -110,12 +112,15 @@ def _tidu_child(program: str) -> dict[str, Any]:
     from tidu_compile.executors.compiled import CompiledExecutor
     from tidu_compile.executors.reference import ReferenceExecutor
 
-    def gradient(executor: Any, checkpoint: bool = False, which: str = program) -> list[Any]:
-        loss, names = _tidu_loss(which, checkpoint)
-        arrays = _arrays(which)
+    traced = tc.function(_tidu_loss(program)[0])
+
+    def gradient(executor: Any, checkpoint: bool = False, function: bool = False) -> list[Any]:
+        loss, names = _tidu_loss(program, checkpoint)
+        arrays = _arrays(program)
         inputs = [tc.tensor(arrays[n], requires_grad=True) for n in names]
         with tc.use_executor(executor):
-            return [np.asarray(g) for g in tc.grad(loss(*inputs), inputs)]
+            value = (traced if function else loss)(*inputs)
+            return [np.asarray(g) for g in tc.grad(value, inputs)]
 
     with tc.use_executor(CompiledExecutor(False, background=False)):  # imports, set-up
         tc.grad(tc.sum(tc.scan(lambda c, x: (c * x, None), tc.tensor(1.0, requires_grad=True),
@@ -125,13 +130,17 @@ def _tidu_child(program: str) -> dict[str, Any]:
     grads = gradient(executor)
     cold, cold_cpu = time.perf_counter() - start, time.process_time() - cpu
     step = _best(lambda: gradient(executor))
+    function_step = _best(lambda: gradient(executor, function=True))
     checkpointed = _best(lambda: gradient(executor, checkpoint=True))
     expected = gradient(ReferenceExecutor())
+    traced_grads = gradient(executor, function=True)
     error = max(float(np.max(np.abs(g - e)) / (np.max(np.abs(e)) + 1e-300))
-                for g, e in zip(grads, expected, strict=True))  # fmt: skip
+                for got in (grads, traced_grads)
+                for g, e in zip(got, expected, strict=True))  # fmt: skip
     return {
         "seconds": cold, "cpu_seconds": cold_cpu, "step_seconds": step,
-        "checkpoint_step_seconds": checkpointed, "relative_error": error,
+        "checkpoint_step_seconds": checkpointed, "function_step_seconds": function_step,
+        "relative_error": error,
         "compiles": executor.stats.compiles, "fallbacks": executor.stats.fallbacks,
         "stages": dict(executor.stats.stage_seconds),
         "saved_bytes": _saved_bytes(program, False),
@@ -321,14 +330,17 @@ def format_loops(document: dict[str, Any]) -> str:
     lines = [
         "tidu-compile bench --loops: cold (first loss + gradient) / step (best later one), "
         f"cpu: {document['cpu']}",
-        f"{'program':<12}{'tidu_compile':<24}{'jax.jit + lax.scan':<24}{'torch eager':<24}"
-        "compiles  stages (s)",
+        f"{'program':<12}{'tidu_compile':<24}{'@tc.function':<14}{'jax.jit + lax.scan':<24}"
+        f"{'torch eager':<24}compiles  stages (s)",
     ]
     for row in document["rows"]:
         ours = row["tidu"]
         stages = " ".join(f"{k} {v:.2f}" for k, v in ours.get("stages", {}).items())
-        lines.append(f"{row['program']:<12}{_cell(ours):<24}{_cell(row.get('jax')):<24}"
-                     f"{_cell(row.get('torch')):<24}{ours.get('compiles', '-')!s:<10}{stages}")
+        function = (f"{ours['function_step_seconds'] * 1e3:.2f} ms" if "error" not in ours
+                    else "-")  # fmt: skip
+        lines.append(f"{row['program']:<12}{_cell(ours):<24}{function:<14}"
+                     f"{_cell(row.get('jax')):<24}{_cell(row.get('torch')):<24}"
+                     f"{ours.get('compiles', '-')!s:<10}{stages}")
     lines.append("scan(checkpoint=True): bytes the tape keeps, without / with; our step with it")
     for row in document["rows"]:
         ours = row["tidu"]
