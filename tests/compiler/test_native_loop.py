@@ -252,3 +252,33 @@ def test_a_while_loop_tests_then_steps_and_swapped_carries_go_through_scratch() 
         "CHECK: call void @llvm.memcpy.p0.p0.i64(ptr %b0, ptr %scratch.0, i64 16, i1 false)",
         "CHECK: br label %test",
     ])  # fmt: skip
+
+
+def _rnn_values() -> list[Any]:
+    w = tc.tensor(W, requires_grad=True)
+    h, ys = tc.scan(lambda h, x: (tc.tanh(h @ w + x), tc.sum(h)), tc.zeros(6), tc.tensor(XS))
+    return [*_values(h, ys), *tc.grad(tc.sum(ys), [w])]
+
+
+@pytest.mark.compile_errors_expected
+def test_a_driver_that_fails_to_compile_leaves_the_loop_per_iteration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tidu_compile.compiler import native_loop
+
+    def broken(text: str, name: str) -> int:
+        raise RuntimeError("LLVM refused the driver")
+
+    monkeypatch.setattr(native_loop, "_load", broken)
+    monkeypatch.setattr(native_loop, "_DRIVERS", {})
+    with pytest.warns(RuntimeWarning, match="LLVM refused the driver"):
+        _both(_rnn_values, natively=False)
+
+
+def test_a_body_with_a_multithreaded_kernel_stays_per_iteration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tidu_compile.compiler import native_loop
+
+    monkeypatch.setattr(native_loop, "PARALLEL_WORK", 1)
+    _both(_rnn_values, natively=False)

@@ -31,9 +31,10 @@ driver bakes in (the plans' buffers, row sizes, the direction) is in its text, t
 of the in-memory driver cache. Library steps of a body run natively only where they
 need no loop: a step whose inputs are all loop-invariant (a constant, the transpose of
 a weight) runs once, before the loop, and a ``Reshape`` is the same memory under
-another shape (an alias). A body with any other library step (a BLAS contraction that
-``compiler.contraction_kernels`` kept, a nested loop) is refused (``NotNative``): its
-loop calls the body's plan once per iteration instead.
+another shape (an alias), and a contraction a call of ``compiler.loop_contractions``'
+routine. A body with any other library step (a nested loop), or a kernel costly enough
+to run on several threads (``compiler.parallel``), is refused (``NotNative``): its loop
+calls the body's plan once per iteration instead.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import numpy as np
 
 from tidu_compile import forksafe
 from tidu_compile.compiler.loop_contractions import DOT_DTYPES, dot_routine, strided_product
+from tidu_compile.compiler.parallel import PARALLEL_WORK
 from tidu_compile.compiler.plan import (
     BoundPlan,
     KernelStep,
@@ -143,6 +145,8 @@ class _PlanCalls:
         self.allocated: list[int] = []  # buffers the loop writes: kernel outputs
         for step in plan.steps:
             if isinstance(step, KernelStep):
+                if step.work >= PARALLEL_WORK:  # per iteration Python costs little beside it
+                    raise NotNative(f"kernel {step.symbol} runs on several threads")
                 self.kernels.append(step)
                 self.allocated.extend(step.outputs)
                 self.lines.append(self._kernel_call(len(self.kernels) - 1, step))
@@ -308,11 +312,12 @@ class NativeScan:
             "  ret void",
             "}",
         ])  # fmt: skip
+        self.driver, self.symbol = _compile_driver(self.text)
 
     def __call__(self, consts: Sequence[Any], carries: Sequence[Any], xs: Sequence[Any],
                  length: int) -> list[np.ndarray]:  # fmt: skip
         """The final carries and the stacked ``y`` of ``length`` iterations."""
-        driver, _ = _compile_driver(self.text)
+        driver = self.driver
         types, k, c = self.body.types, self.consts, self.carries
         arguments = {i: native_buffer(v, types[i], f"const {i}") for i, v in enumerate(consts)}
         states = _carry_states(carries, types[k : k + c])
@@ -368,10 +373,11 @@ class NativeWhile:
             "  ret void",
             "}",
         ])  # fmt: skip
+        self.driver, self.symbol = _compile_driver(self.text)
 
     def __call__(self, arrays: Sequence[Any]) -> list[np.ndarray]:
         """The final carries, from ``arrays``: the test's consts, the step's, the carries."""
-        driver, _ = _compile_driver(self.text)
+        driver = self.driver
         kc, kb = self.cond_consts, self.body_consts
         step_types, test_types = self.step.types, self.test.types
         test_args = {i: native_buffer(arrays[i], test_types[i], f"const {i}") for i in range(kc)}

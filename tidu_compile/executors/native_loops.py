@@ -10,6 +10,7 @@ it calls the body's plan once per iteration (``CompiledExecutor.graph_runner``).
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -66,5 +67,10 @@ def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
                 runner = NativeScan(plans[0], loop.consts, loop.carries, loop.reverse)
         except NotNative:
             runner = None
+        except Exception as error:  # noqa: BLE001 - a driver that fails to compile: per iteration
+            message = f"native loop: {type(error).__name__}: {error}".splitlines()[0]
+            executor.stats.errors.append(message)
+            warnings.warn(f"tidu_compile: {message}; the loop calls its body per iteration",
+                          RuntimeWarning, stacklevel=2)  # fmt: skip
     runners[key] = runner
     return runner
