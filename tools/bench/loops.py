@@ -129,6 +129,7 @@ def _tidu_child(program: str) -> dict[str, Any]:
     start, cpu = time.perf_counter(), time.process_time()
     grads = gradient(executor)
     cold, cold_cpu = time.perf_counter() - start, time.process_time() - cpu
+    compiles, stages = executor.stats.compiles, dict(executor.stats.stage_seconds)
     step = _best(lambda: gradient(executor))
     function_step = _best(lambda: gradient(executor, function=True))
     checkpointed = _best(lambda: gradient(executor, checkpoint=True))
@@ -141,8 +142,7 @@ def _tidu_child(program: str) -> dict[str, Any]:
         "seconds": cold, "cpu_seconds": cold_cpu, "step_seconds": step,
         "checkpoint_step_seconds": checkpointed, "function_step_seconds": function_step,
         "relative_error": error,
-        "compiles": executor.stats.compiles, "fallbacks": executor.stats.fallbacks,
-        "stages": dict(executor.stats.stage_seconds),
+        "compiles": compiles, "fallbacks": executor.stats.fallbacks, "stages": stages,
         "saved_bytes": _saved_bytes(program, False),
         "checkpoint_saved_bytes": _saved_bytes(program, True),
     }  # fmt: skip
