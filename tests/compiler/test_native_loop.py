@@ -5,8 +5,10 @@ Every case runs on a ``CompiledExecutor`` (its scan taken by a ``NativeScan``: c
 and on the ``ReferenceExecutor``, and the two must agree: carries that swap, a carry
 that is an ``xs`` row, integer and bool carries, several ``y``, reverse scans, and the
 gradient (a reverse scan of the body's VJP, native too), while loops and fori loops with
-tensor bounds (``NativeWhile``). A body with a step that needs Python between iterations
-(a nested scan) runs one plan call per iteration, and agrees.
+tensor bounds (``NativeWhile``), random bodies (products in every orientation, so
+transposes inside the loop, swapped carries, checkpoint). A body with a step that needs
+Python between iterations (a nested scan) runs one plan call per iteration, and agrees;
+so does one whose driver fails to compile. The drivers' IR is checked filecheck-style.
 """
 
 from __future__ import annotations
@@ -216,7 +218,7 @@ def test_a_scan_is_one_loop_over_its_body_kernels(reverse: bool) -> None:
         "CHECK: %k0 = load ptr, ptr %k0.at",  # the body's kernel, loaded once
         "CHECK: br i1 %empty, label %exit, label %loop",
         "CHECK: loop:",
-        "NEXT: %t = phi i64 [ 0, %entry ], [ %t.next, %loop ]",
+        "NEXT: %t = phi i64 [ 0, %entry ], [ %t.next, %latch ]",
         "NEXT: %last = sub i64 %length, 1" if reverse else "NEXT: %row = add i64 %t, 0",
         *(["NEXT: %row = sub i64 %last, %t"] if reverse else []),
         "NEXT: %x0.offset = mul i64 %row, 24",  # row t of xs: 3 f64
@@ -228,7 +230,8 @@ def test_a_scan_is_one_loop_over_its_body_kernels(reverse: bool) -> None:
         "CHECK: %y0 = getelementptr i8, ptr %y0.base, i64 %y0.offset",
         "NEXT: call void @llvm.memcpy.p0.p0.i64(ptr %y0, ",  # ys[t] = sum(h)
         "CHECK: call void @llvm.memcpy.p0.p0.i64(ptr %b1, ",  # the carry for t + 1
-        "NEXT: %t.next = add i64 %t, 1",
+        "NEXT: br label %latch",
+        "CHECK: %t.next = add i64 %t, 1",
         "CHECK: br i1 %done, label %exit, label %loop",
     ])  # fmt: skip
 
@@ -282,3 +285,43 @@ def test_a_body_with_a_multithreaded_kernel_stays_per_iteration(
 
     monkeypatch.setattr(native_loop, "PARALLEL_WORK", 1)
     _both(_rnn_values, natively=False)
+
+
+# --------------------------------------------------------------------- random bodies
+
+_UNARY = [tc.tanh, tc.sin, tc.sigmoid, tc.softplus, lambda a: a * a, tc.cos]
+
+
+def _random_rnn(seed: int) -> Callable[[], list[Any]]:
+    """A scan of a random body: two carries (one swapped in half the seeds), products of
+    the carries with weights in random orientations (``h @ w``, ``w @ h``, ``h @ w.T``),
+    random smooth ops; forward or reverse, checkpointed or not."""
+    rng = np.random.default_rng(seed)
+    ops_ = [_UNARY[i] for i in rng.integers(0, len(_UNARY), 3)]
+    orientation = int(rng.integers(0, 3))
+    swap, reverse, checkpoint = (bool(b) for b in rng.integers(0, 2, 3))
+    weights = rng.standard_normal((4, 4)) * 0.4
+    xs = rng.standard_normal((5, 4))
+
+    def run() -> list[Any]:
+        w = tc.tensor(weights, requires_grad=True)
+        rows = tc.tensor(xs, requires_grad=True)
+
+        def step(carry: tuple[tc.Tensor, tc.Tensor], x: tc.Tensor) -> tuple[Any, tc.Tensor]:
+            h, g = carry
+            product = (h @ w, w @ h, h @ w.T)[orientation]
+            h2 = ops_[0](product + x) * 0.5
+            g2 = ops_[1](g * x) + tc.sum(ops_[2](h2)) * 0.1
+            return ((g2, h2) if swap else (h2, g2)), tc.sum(h2 * g2)
+
+        (h, g), ys = tc.scan(step, (tc.zeros(4), tc.ones(4)), rows, reverse=reverse,
+                             checkpoint=checkpoint)  # fmt: skip
+        grads = tc.grad(tc.sum(ys) + tc.sum(h * g), [w, rows])
+        return [*_values(h, g, ys), *grads]
+
+    return run
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_bodies_run_natively_as_on_the_reference(seed: int) -> None:
+    _both(_random_rnn(seed))

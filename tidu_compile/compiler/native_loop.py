@@ -16,7 +16,7 @@ and each carry result into the carry buffer the next iteration reads::
       %k0 = load ptr, ptr %k0.at                 ; the body's kernel entry points
       ...
     loop:
-      %t = phi i64 [ 0, %entry ], [ %t.next, %loop ]
+      %t = phi i64 [ 0, %entry ], [ %t.next, %latch ]
       %x0 = getelementptr i8, ptr %x0.base, i64 (%t * row bytes)
       call void %k0(ptr %b0, ptr %x0, ptr %b2)
       call void @llvm.memcpy(ptr %y0, ptr %b2, i64 row bytes)       ; ys[t] = y
@@ -31,16 +31,17 @@ driver bakes in (the plans' buffers, row sizes, the direction) is in its text, t
 of the in-memory driver cache. Library steps of a body run natively only where they
 need no loop: a step whose inputs are all loop-invariant (a constant, the transpose of
 a weight) runs once, before the loop, and a ``Reshape`` is the same memory under
-another shape (an alias), and a contraction a call of ``compiler.loop_contractions``'
-routine. A body with any other library step (a nested loop), or a kernel costly enough
-to run on several threads (``compiler.parallel``), is refused (``NotNative``): its loop
-calls the body's plan once per iteration instead.
+another shape (an alias), a contraction a call of ``compiler.loop_contractions``'
+routine and a transpose a copying loop. A body with any other library step (a nested
+loop), or a kernel costly enough to run on several threads (``compiler.parallel``), is
+refused (``NotNative``): its loop calls the body's plan once per iteration instead.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,7 +58,7 @@ from tidu_compile.compiler.plan import (
     native_buffer,
 )
 from tidu_compile.ops.base import TensorType
-from tidu_compile.ops.structural import DotGeneral, Reshape
+from tidu_compile.ops.structural import DotGeneral, Reshape, Transpose
 
 __all__ = ["NativeScan", "NativeWhile", "NotNative"]
 
@@ -160,6 +161,9 @@ class _PlanCalls:
             elif isinstance(step.op, DotGeneral):
                 self.lines.append(self._contraction(step))
                 self.allocated.extend(step.outputs)
+            elif isinstance(step.op, Transpose):
+                self.lines += self._transpose(step, len(self.allocated))
+                self.allocated.extend(step.outputs)
             else:
                 raise NotNative(f"{step.op!r} runs between the kernels of every iteration")
 
@@ -195,6 +199,44 @@ class _PlanCalls:
         if step.extent:
             arguments += ["i64 0", f"i64 {step.extent}"]
         return f"  call void %{self.prefix}k{n}({', '.join(arguments)})"
+
+    def _transpose(self, step: LibraryStep, unique: int) -> list[str]:
+        """A loop copying the operand's elements into the permuted order, each element
+        one load and store of its bytes (any dtype)::
+
+            out[i] = in[sum_d index_d(i) * in_stride[permutation[d]]]
+        """
+        source, target = self.types[step.inputs[0]], self.types[step.outputs[0]]
+        total = math.prod(target.shape)
+        if total == 0:
+            return []
+        bits = 8 * np.dtype(target.dtype).itemsize
+        strides = [math.prod(source.shape[d + 1 :]) for d in range(len(source.shape))]
+        p = f"%{self.prefix}tr{unique}"
+        label = f"{self.prefix}tr{unique}"
+        lines = [f"  br label %{label}.pre", f"{label}.pre:", f"  br label %{label}.loop",
+                 f"{label}.loop:",
+                 f"  {p}.i = phi i64 [ 0, %{label}.pre ], [ {p}.next, %{label}.loop ]",
+                 f"  {p}.at.0 = add i64 0, 0"]  # fmt: skip
+        for d, extent in enumerate(target.shape):
+            inner = math.prod(target.shape[d + 1 :])
+            lines += [f"  {p}.q{d} = udiv i64 {p}.i, {inner}",
+                      f"  {p}.x{d} = urem i64 {p}.q{d}, {extent}",
+                      f"  {p}.o{d} = mul i64 {p}.x{d}, {strides[step.op.permutation[d]]}",
+                      f"  {p}.at.{d + 1} = add i64 {p}.at.{d}, {p}.o{d}"]  # fmt: skip
+        rank = len(target.shape)
+        lines += [
+            f"  {p}.from = getelementptr i{bits}, ptr {self.pointer(step.inputs[0])}, "
+            f"i64 {p}.at.{rank}",
+            f"  {p}.value = load i{bits}, ptr {p}.from",
+            f"  {p}.to = getelementptr i{bits}, ptr {self.pointer(step.outputs[0])}, i64 {p}.i",
+            f"  store i{bits} {p}.value, ptr {p}.to",
+            f"  {p}.next = add i64 {p}.i, 1",
+            f"  {p}.done = icmp eq i64 {p}.next, {total}",
+            f"  br i1 {p}.done, label %{label}.end, label %{label}.loop",
+            f"{label}.end:",
+        ]  # fmt: skip
+        return lines
 
     def _contraction(self, step: LibraryStep) -> str:
         """The call of the contraction routine for ``step`` (``compiler.loop_contractions``)."""
@@ -301,10 +343,12 @@ class NativeScan:
             "  %empty = icmp eq i64 %length, 0",
             "  br i1 %empty, label %exit, label %loop",
             "loop:",
-            "  %t = phi i64 [ 0, %entry ], [ %t.next, %loop ]",
+            "  %t = phi i64 [ 0, %entry ], [ %t.next, %latch ]",
             "  %last = sub i64 %length, 1\n  %row = sub i64 %last, %t" if reverse
             else "  %row = add i64 %t, 0",
             *lines, *updates,
+            "  br label %latch",
+            "latch:",
             "  %t.next = add i64 %t, 1",
             "  %done = icmp eq i64 %t.next, %length",
             "  br i1 %done, label %exit, label %loop",
