@@ -155,7 +155,8 @@ class Plan:
                 bounds = [ctypes.c_int64] * 2 if step.extent else []
                 signature = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * arity), *bounds)
                 functions[step.symbol] = signature(addresses[symbol])
-        return BoundPlan(self, functions, by_object)
+        plain = {s: addresses[s] for s in self.kernel_symbols if s in addresses}
+        return BoundPlan(self, functions, by_object, plain)
 
 
 class BoundPlan:
@@ -170,8 +171,12 @@ class BoundPlan:
     code ``compiler.fast_path`` generates from ``steps`` instead.
     """
 
-    def __init__(self, plan: Plan, functions: dict[str, Any], by_object: bool) -> None:
+    def __init__(self, plan: Plan, functions: dict[str, Any], by_object: bool,
+                 kernel_addresses: dict[str, int] | None = None) -> None:  # fmt: skip
         self.plan = plan
+        #: Per kernel symbol: the address of its data-pointer entry (``compiler.native_loop``
+        #: calls it from native code).
+        self.kernel_addresses = kernel_addresses or {}
         #: What a kernel is called with for an array: ``id`` (``.arrays`` entry points)
         #: or its data pointer.
         self.to_argument = id if by_object else _data_pointer

@@ -52,6 +52,7 @@ from tidu_compile.compiler.program import (
     saved_value_order,
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
+from tidu_compile.executors.native_loops import native_loop_runner
 from tidu_compile.executors.node_plans import (
     REFERENCE_ONLY,
     CompiledPlan,
@@ -349,6 +350,16 @@ class CompiledExecutor(BackwardExecutor):
             return results
 
         return run
+
+    def loop_runner(self, loop: Any) -> Callable[..., list[Any]] | None:
+        """A scan's or while loop's iterations as one native call
+        (``executors.native_loops``), or None: each calls the body's plan (``graph_runner``)."""
+
+        def obtain(program: Any) -> Any:
+            with self._lock:
+                return self._guarded(lambda: self._obtain(program))
+
+        return native_loop_runner(self, loop, obtain)  # type: ignore[no-any-return]
 
     def add_operands(self, a: Any, b: Any) -> Any:
         """``a + b``; large sums go into recycled memory (``compiler.buffers``), 0-d f64

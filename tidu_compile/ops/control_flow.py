@@ -56,7 +56,7 @@ from tidu_compile.ops.base import (
 )
 from tidu_compile.ops.batching import batch_sequentially
 from tidu_compile.ops.complex_ops import Constant
-from tidu_compile.ops.loop_body import Body, BodyBuilder, run_body
+from tidu_compile.ops.loop_body import Body, BodyBuilder, native_loop, run_body
 
 __all__ = ["Cond", "ControlFlow", "Scan", "WhileLoop"]
 
@@ -183,10 +183,14 @@ class Scan(ControlFlow):
                                             for t in outputs[self.carries :]))  # fmt: skip
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        layout, run = self.layout, run_body(self.body)
+        layout = self.layout
         consts = list(arrays[: layout.consts])
         carry = list(arrays[layout.carry_slice])
         xs = arrays[layout.x_slice]
+        native = native_loop(self)
+        if native is not None:  # every iteration in one native call
+            return tuple(native(consts, carry, xs, self.length))
+        run = run_body(self.body)
         ys = [np.empty((self.length, *t.shape), t.dtype)
               for t in self.body.output_types[self.carries :]]  # fmt: skip
         steps = range(self.length - 1, -1, -1) if self.reverse else range(self.length)
@@ -505,6 +509,9 @@ class WhileLoop(ControlFlow):
         return self.body.output_types
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        native = native_loop(self)
+        if native is not None:  # every iteration in one native call
+            return tuple(native(arrays))
         cond_consts = list(arrays[: self.cond_consts])
         body_consts = list(arrays[self.cond_consts : len(arrays) - self.carries])
         carry = list(arrays[len(arrays) - self.carries :])

@@ -32,7 +32,7 @@ from tidu_compile.ops.complex_ops import Constant
 from tidu_compile.ops.elementwise import Add
 from tidu_compile.printing import graph_to_text
 
-__all__ = ["Body", "BodyBuilder", "install_body_executor", "run_body"]
+__all__ = ["Body", "BodyBuilder", "install_body_executor", "native_loop", "run_body"]
 
 
 def _value_types(graph: Graph, input_types: Sequence[TensorType]) -> list[TensorType | None]:
@@ -114,6 +114,17 @@ def run_body(body: Body) -> Callable[[Sequence[Any]], list[Any]]:
         return graph_runner(body.recorded)  # type: ignore[no-any-return]
     run_graph, recorded = executor.run_graph, body.recorded
     return lambda values: run_graph(recorded, list(values))
+
+
+def native_loop(loop: Any) -> Callable[..., list[Any]] | None:
+    """The executor's runner of a whole ``Scan`` or ``WhileLoop`` in native code (on a
+    ``CompiledExecutor``: ``loop_runner``), or None: run the body once per iteration."""
+    getter = _BODY_EXECUTOR[0]
+    executor = getter() if getter is not None else None
+    loop_runner = getattr(executor, "loop_runner", None)
+    if loop_runner is None or not loop.body.graph.operations:
+        return None
+    return loop_runner(loop)  # type: ignore[no-any-return]
 
 
 class BodyBuilder:

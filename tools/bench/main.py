@@ -9,6 +9,7 @@
     tidu-compile bench --conv               # a conv2d layer, forward + backward, vs torch
     tidu-compile bench --train              # an MLP trained from a cold start, vs torch, jax
     tidu-compile bench --compile            # seconds to compile 100..3200-op traces, vs jax
+    tidu-compile bench --loops              # the scan examples: compile + step, vs jax, torch
     tidu-compile bench --workload recording # us per recorded op against numpy, torch
     tidu-compile bench --workload step      # W1 n=1e7 step: numpy, @tc.function, jax.jit
 
@@ -20,8 +21,9 @@ peer (torch, jax) in its own subprocess, timed like for like (see ``peers``). Ex
 status: 0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
 ``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``, ``--optim``
 ``bench.optim``, ``--per-example`` ``bench.per_example``, ``--conv`` ``bench.conv``,
-``--train`` ``bench.train``, ``--compile`` ``bench.compile_time``, ``--workload
-recording`` ``bench.recording``, ``--workload step`` ``bench.step``.
+``--train`` ``bench.train``, ``--compile`` ``bench.compile_time``, ``--loops``
+``bench.loops``, ``--workload recording`` ``bench.recording``, ``--workload step``
+``bench.step``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from tidu_compile.tools.bench import compile_time
+from tidu_compile.tools.bench import compile_time, loops
 from tidu_compile.tools.bench.peers import PEERS, peer_installed, run_peer
 from tidu_compile.tools.bench.report import (
     finish,
@@ -112,6 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "256/200/128/64/33 from a cold cache, each framework in a fresh "
                         "process: wall time and compiles against torch and jax.jit")
     compile_time.add_arguments(parser)
+    loops.add_arguments(parser)
 
 
 def _policy(args: argparse.Namespace) -> Policy:
@@ -367,6 +370,8 @@ def command(args: argparse.Namespace) -> int:
         return train_command(args)
     if getattr(args, "compile", False):
         return compile_time.command(args)
+    if getattr(args, "loops", False):
+        return loops.command(args)
     special = (getattr(args, "workload", None) or "").strip().lower()
     if special == "recording":
         from tidu_compile.tools.bench.recording import command as recording_command

@@ -6,7 +6,9 @@ for random inputs: the workloads here (``chain``, ``mlp``, ``broadcast``, ``clas
 programs written as autograd users write them, with ``import tidu_compile.numpy as np``
 (one module each: ``logistic_regression``, ``mlp_classifier``, ``black_box_svi``,
 ``cnn_classifier``),
-which the demo also trains for a few steps of gradient descent.
+which the demo also trains for a few steps of gradient descent, and the two loops written
+with ``tc.scan`` (``neural_ode``: RK4 over 50 steps; ``gru_language_model``: a GRU over
+integer token ids), each one tape node whatever its trip count.
 """
 
 from __future__ import annotations
@@ -106,6 +108,34 @@ def _autograd_style() -> tuple[Example, ...]:
     )  # fmt: skip
 
 
+def _loops() -> tuple[Example, ...]:
+    """The programs whose time loop is one ``tc.scan`` (run natively when compiled)."""
+    from tidu_compile.tools.examples import gru_language_model as gru
+    from tidu_compile.tools.examples import neural_ode as ode
+
+    def ode_loss(w1: tc.Tensor, b1: tc.Tensor, w2: tc.Tensor, y0: tc.Tensor) -> tc.Tensor:
+        """Neural ODE: RK4, 50 steps of tanh(y @ w1 + b1) @ w2 (one tc.scan), squared
+        distance of the final state to a target."""
+        return ode.loss({"w1": w1, "b1": b1, "w2": w2}, y0)
+
+    sequence = gru.tokens(np.random.default_rng(0), 33)
+
+    def gru_loss(*weights: tc.Tensor) -> tc.Tensor:
+        """GRU language model: 32 steps over integer token ids (one tc.scan, the
+        embedding gathered in the body), mean next-token negative log-likelihood."""
+        return gru.loss(dict(zip(gru.PARAMETERS, weights, strict=True)), sequence)
+
+    rng = np.random.default_rng(0)
+    ode_shapes = {k: v.shape for k, v in ode.init_params(rng).items()}
+    gru_shapes = {k: v.shape for k, v in gru.init_params(rng).items()}
+    return (
+        Example("neural_ode", ode_loss.__doc__ or "", (*ode.PARAMETERS, "y0"),
+                (*ode_shapes.values(), (ode.STATE,)), ode_loss, scale=0.5),
+        Example("gru_language_model", gru_loss.__doc__ or "", gru.PARAMETERS,
+                tuple(gru_shapes.values()), gru_loss, scale=0.3),
+    )  # fmt: skip
+
+
 EXAMPLES: dict[str, Example] = {
     example.name: example
     for example in (
@@ -118,5 +148,6 @@ EXAMPLES: dict[str, Example] = {
         Example("classifier", classifier.__doc__ or "", ("params", "X"), ((36,), (32, 8)),
                 classifier),
         *_autograd_style(),
+        *_loops(),
     )
 }  # fmt: skip
