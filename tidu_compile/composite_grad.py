@@ -41,7 +41,7 @@ from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.frontend.trees import leaves as tree_leaves
 from tidu_compile.frontend.trees import map_leaves
 from tidu_compile.graph import GraphBuilder, Primary
-from tidu_compile.ops import DIFFERENTIABLE_DTYPES, Constant, type_of
+from tidu_compile.ops import DIFFERENTIABLE_DTYPES, Constant, dtype_name, type_of
 
 __all__ = ["FusedGrad", "build_fused", "fused_value_and_grad"]
 
@@ -113,7 +113,8 @@ def fused_value_and_grad(
 
         def variable(leaf: Any, fresh: list[Tensor] = fresh) -> Any:
             data = leaf._data if isinstance(leaf, Tensor) else leaf
-            if not isinstance(data, np.ndarray) or data.dtype.name not in DIFFERENTIABLE_DTYPES:
+            if (not isinstance(data, np.ndarray)
+                    or dtype_name(data.dtype) not in DIFFERENTIABLE_DTYPES):
                 raise _NotFusable
             stand_in = Tensor(data.view(), True)  # read in place, never recorded
             fresh.append(stand_in)

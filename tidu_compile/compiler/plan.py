@@ -31,7 +31,7 @@ from tidu_compile.backend.array_abi import ENTRY_SUFFIX, array_data_offset
 from tidu_compile.compiler import buffers
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.parallel import ChunkedKernel
-from tidu_compile.ops.base import TensorType
+from tidu_compile.ops.base import TensorType, dtype_name
 
 __all__ = ["BoundStep", "KernelStep", "LibraryStep", "Plan", "library_values", "native_buffer"]
 
@@ -45,7 +45,7 @@ def native_buffer(array: Any, expected: TensorType, what: str) -> np.ndarray:
     array = array if isinstance(array, np.ndarray) else np.asarray(array)
     if tuple(array.shape) != expected.shape:
         raise ValueError(f"{what}: shape {array.shape} does not match {expected.shape}")
-    if array.dtype.name != expected.dtype:
+    if dtype_name(array.dtype) != expected.dtype:
         raise TypeError(f"{what}: dtype {array.dtype} does not match {expected.dtype}")
     if not array.dtype.isnative or not array.flags.c_contiguous or not array.flags.aligned:
         array = _native_copy(array, np.dtype(expected.dtype))
@@ -255,7 +255,11 @@ def library_values(op: Any, specs: Sequence[tuple[Any, np.dtype, Any]], *inputs:
     """
     if len(specs) == 1 and hasattr(op, "evaluate_into"):
         shape, dtype, allocate = specs[0]
-        values: Any = (op.evaluate_into(allocate(shape, dtype), *inputs),)
+        out = allocate(shape, dtype)
+        value = op.evaluate_into(out, *inputs)
+        if value is out:  # written where it was asked to be: of the spec's type, C-contiguous
+            return [out]
+        values: Any = (value,)
     else:
         values = op.evaluate(*inputs)
     arrays = []
