@@ -53,7 +53,7 @@ from tidu_compile.frontend.state import (
 )
 from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.frontend.trees import map_leaves
-from tidu_compile.graph import Graph, GraphBuilder, Primary
+from tidu_compile.graph import Graph, GraphBuilder, Primary, ValueKey
 from tidu_compile.ops import (
     DIFFERENTIABLE_DTYPES,
     Constant,
@@ -185,6 +185,15 @@ class _Traced:
     def graph(self) -> Graph:
         return self.recorded.graph
 
+    @functools.cached_property
+    def retained_pairs(self) -> tuple[tuple[ValueKey, int], ...]:
+        """``(key, local id)`` of each retained value, one per key: a trace may compute
+        one value twice (structurally equal keys), and a dict built from such keys
+        compares them whole at every call."""
+        values = self.graph.values
+        unique = {values[i].key: i for i in self.retained}
+        return tuple(unique.items())
+
     def forward(self, inputs: list[np.ndarray]) -> list[Any]:
         """The outputs and retained values by local id (the others None), computed by
         the current executor (``ForwardPlan.run``)."""
@@ -197,7 +206,7 @@ def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list
     all_inputs = arguments + constant_inputs
     eager_inputs = [EagerInput(t._key, t._trace, t._requires_grad, t._data) for t in all_inputs]
     outputs = [values[i] for i in graph.outputs]
-    retained = {graph.values[i].key: values[i] for i in traced.retained}
+    retained = {key: values[i] for key, i in traced.retained_pairs}
     # The outputs too, as for one-op nodes: ``backward`` checks a seed against them.
     retained.update(zip(traced.recorded.output_keys, outputs, strict=True))
     recorded = RECORDER.record_graph(traced.recorded, eager_inputs, outputs, retained)
