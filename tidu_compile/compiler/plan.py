@@ -208,6 +208,10 @@ class BoundPlan:
             for i, t in enumerate(plan.types[: plan.arg_count])
         ]
 
+    def dtype_of(self, index: int) -> np.dtype:
+        """The dtype of buffer ``index`` (an argument, a constant or a step's output)."""
+        return self._dtypes[index]
+
     def run(self, args: Sequence[Any], check: bool = True) -> list[np.ndarray | None]:
         plan = self.plan
         if len(args) != plan.arg_count:
