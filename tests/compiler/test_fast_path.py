@@ -71,6 +71,23 @@ def test_library_calls_and_threaded_kernels(monkeypatch: pytest.MonkeyPatch) -> 
     np.testing.assert_allclose(results[0], np.full((4, 4), 2.0 * np.e), rtol=1e-15)
 
 
+def test_a_reshape_between_contractions_runs_inline_as_a_view() -> None:
+    """``reshape(x @ w, ...) @ v``: its backward reshapes between two contractions;
+    the fast call reshapes in place (no library call) and gives the general results."""
+    w, v = np.arange(12.0).reshape(3, 4) / 7, np.arange(6.0).reshape(2, 3) / 5
+    f = tc.function(lambda x, w, v: tc.reshape(x @ w, (4, 2)) @ v)
+    _, compiled, trace = _node(f, np.ones((2, 3)), w, v)
+    fast = build_fast_call(compiled.plan, compiled.arg_sources, compiled.unread)
+    assert ".reshape(S" in fast.source and "LIB" not in fast.source
+    seed = np.ones((4, 3))
+    results = fast.function([seed], trace.saved_values)
+    general = compiled.plan.run([seed if key is None else trace.saved_values[key]
+                                 for _, key in compiled.arg_sources])  # fmt: skip
+    assert results is not None
+    for got, want in zip(results, general, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 def _mismatches(good: np.ndarray) -> list[Any]:
     raw = np.zeros(good.nbytes + 8, np.uint8)
     unaligned = raw[1 : 1 + good.nbytes].view(good.dtype).reshape(good.shape)

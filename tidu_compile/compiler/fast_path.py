@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.compiler import parallel
-from tidu_compile.compiler.plan import BoundPlan, library_values
+from tidu_compile.compiler.plan import BoundPlan, library_values, native_copy
+from tidu_compile.ops import Reshape
 
 __all__ = ["FastCall", "build_fast_call"]
 
@@ -117,9 +118,10 @@ def _step_lines(
     inputs = [names[i] for i in step.inputs]
     outputs = [names[o] for o in step.outputs]
     if step.kernel is None:
-        contraction = _contraction_lines(number, step, inputs, outputs, constants, bound)
-        if contraction:
-            return contraction
+        inline = (_contraction_lines(number, step, inputs, outputs, constants, bound)
+                  or _reshape_lines(step, inputs, outputs, constants, bound))  # fmt: skip
+        if inline:
+            return inline
         # another library call (numpy): the checked helper does it all
         constants[f"LIB{number}"] = partial(library_values, step.runner, step.specs)
         return [f"    {', '.join(outputs)}, = LIB{number}({', '.join(inputs)})"]
@@ -171,3 +173,26 @@ def _contraction_lines(
     return [f"    {output} = A{output}(S{output}, D{output})",
             f"    MM{number}({lhs}.reshape(LV{number}), {rhs}.reshape(RV{number}), "
             f"out={output}.reshape(OV{number}))"]  # fmt: skip
+
+
+def _reshape_lines(
+    step: Any, inputs: list[str], outputs: list[str], constants: dict[str, Any],
+    bound: BoundPlan,
+) -> list[str]:  # fmt: skip
+    """A ``Reshape`` inline: a view of its operand, copied only if not C-contiguous
+    (``library_values``' rule; the plan's buffers are, so it is a view)::
+
+        b6 = a2.reshape(S6)
+        if not b6.flags.c_contiguous:
+            b6 = COPY(b6, D6)
+    """
+    if not isinstance(step.runner, Reshape) or len(outputs) != 1:
+        return []
+    (output,), (source,) = outputs, inputs
+    shape, dtype, _ = step.specs[0]
+    if bound.dtype_of(step.inputs[0]) != dtype:
+        return []
+    constants.update({f"S{output}": shape, f"D{output}": dtype, "COPY": native_copy})
+    return [f"    {output} = {source}.reshape(S{output})",
+            f"    if not {output}.flags.c_contiguous:",
+            f"        {output} = COPY({output}, D{output})"]  # fmt: skip

@@ -33,7 +33,10 @@ from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.parallel import ChunkedKernel
 from tidu_compile.ops.base import TensorType, dtype_name
 
-__all__ = ["BoundStep", "KernelStep", "LibraryStep", "Plan", "library_values", "native_buffer"]
+__all__ = [
+    "BoundStep", "KernelStep", "LibraryStep", "Plan", "library_values", "native_buffer",
+    "native_copy",
+]  # fmt: skip
 
 
 def _data_pointer(array: np.ndarray) -> int:
@@ -48,11 +51,11 @@ def native_buffer(array: Any, expected: TensorType, what: str) -> np.ndarray:
     if dtype_name(array.dtype) != expected.dtype:
         raise TypeError(f"{what}: dtype {array.dtype} does not match {expected.dtype}")
     if not array.dtype.isnative or not array.flags.c_contiguous or not array.flags.aligned:
-        array = _native_copy(array, np.dtype(expected.dtype))
+        array = native_copy(array, np.dtype(expected.dtype))
     return array
 
 
-def _native_copy(array: Any, dtype: np.dtype) -> np.ndarray:
+def native_copy(array: Any, dtype: np.dtype) -> np.ndarray:
     """A fresh C-contiguous, aligned, native-endian copy (keeps 0-d arrays 0-d, which
     ``np.ascontiguousarray`` does not)."""
     return np.array(array, dtype=dtype.newbyteorder("="), order="C", copy=True)
@@ -222,11 +225,11 @@ class BoundPlan:
                 buffers[i] = native_buffer(arg, plan.types[i], f"argument {i}")
                 continue
             if not isinstance(arg, np.ndarray):  # a numpy scalar, a Tensor: never id() it
-                buffers[i] = _native_copy(arg, self._arg_dtypes[i])
+                buffers[i] = native_copy(arg, self._arg_dtypes[i])
                 continue
             flags = arg.flags
             if not (flags.c_contiguous and flags.aligned and arg.dtype.isnative):
-                buffers[i] = _native_copy(arg, self._arg_dtypes[i])
+                buffers[i] = native_copy(arg, self._arg_dtypes[i])
         buffers += self._padding
         to_argument = self.to_argument
         for kernel, runner, inputs, outputs, specs in self.steps:
@@ -275,6 +278,6 @@ def library_values(op: Any, specs: Sequence[tuple[Any, np.dtype, Any]], *inputs:
                 f"the plan expects {shape} {dtype}"
             )
         if not value.flags.c_contiguous or not value.flags.aligned:
-            value = _native_copy(value, dtype)
+            value = native_copy(value, dtype)
         arrays.append(value)
     return arrays
