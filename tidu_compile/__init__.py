@@ -104,6 +104,9 @@ __all__ = [
 ]  # fmt: skip
 __all__ += ["autograd", "custom_jvp", "custom_vjp"]  # custom rules
 __all__ += ["optim"]  # torch.optim's optimizers (issue 22)
+__all__ += ["vmap"]  # func.vmap, where jax has it (jax.vmap)
+
+vmap = func.vmap
 
 
 def __getattr__(name: str) -> Any:

@@ -35,11 +35,13 @@ from tidu_compile.ad import Name
 from tidu_compile.batching import (
     Axes,
     BatchTrace,
+    Replay,
     axes_of_leaves,
     batch_size,
     flatten,
+    keyed,
+    memoized,
     rebuild,
-    run_recorded,
     vmap,
 )
 from tidu_compile.eager import RecordedGraph
@@ -119,7 +121,10 @@ def _one_program(
     ``f`` traced on one example, the VJP graph of that trace (``node_graphs.vjp_graph``,
     memoized by structure), and that graph batched (``ops.batching.batch_graph``):
     the forward keeps the shared arguments unbatched (``x @ W`` stays one product)
-    and the backward gives every example's cotangents. Results batch-first."""
+    and the backward gives every example's cotangents. Results batch-first.
+
+    The trace is memoized by the call's key (``batching.memoized``, as ``vmap``'s):
+    a later call with the same key runs the program without running ``f``."""
     per_argument = list(in_axes) if isinstance(in_axes, (tuple, list)) else [in_axes] * len(args)
     if len(per_argument) != len(args):
         raise ValueError(f"vmap: in_axes has {len(per_argument)} entries for {len(args)} "
@@ -127,10 +132,27 @@ def _one_program(
     size = batch_size(args, tuple(per_argument), axis_size)
     args = tuple(map_leaves(arg, _as_array) if n in numbers else arg
                  for n, arg in enumerate(args))  # fmt: skip
+    leaves = flatten(args)
+    axes = [a for arg, axes in zip(args, per_argument, strict=True)
+            for a in axes_of_leaves(axes, arg, "in_axes")]  # fmt: skip
+    key, alive = keyed(f, args, "vmap(grad)", tuple(axes), size, numbers, value)
+    replay = memoized(key, lambda: _traced_program(f, args, leaves, axes, numbers, size, value,
+                                                   alive))  # fmt: skip
+    results = iter(replay.run(leaves))
+    value_out = next(results) if value else None
+    gradients = [rebuild(args[n], [next(results) for _ in flatten(args[n])]) for n in numbers]
+    return value_out, gradients
+
+
+def _traced_program(
+    f: Callable[..., Any], args: tuple[Any, ...], leaves: list[Any], axes: list[int | None],
+    numbers: tuple[int, ...], size: int, value: bool, alive: tuple[Any, ...],
+) -> Replay:  # fmt: skip
+    """``f`` traced on one example of ``args`` (``leaves``, mapped at ``axes``) and its
+    batched value and gradients program (``_program``, memoized by structure)."""
     trace = BatchTrace(f"vmap of {getattr(f, '__qualname__', repr(f))}", size, batch=False)
-    tracers = [[trace.tracer(leaf, a) for leaf, a in zip(
-        flatten(arg), axes_of_leaves(axes, arg, "in_axes"), strict=True)]
-        for arg, axes in zip(args, per_argument, strict=True)]  # fmt: skip
+    flat_tracers = iter(trace.bind_arguments(leaves, axes))
+    tracers = [[next(flat_tracers) for _ in flatten(arg)] for arg in args]
     previous = current_capture()
     set_capture(trace)
     try:
@@ -160,10 +182,7 @@ def _one_program(
             while len(_PROGRAMS) > _MAX_PROGRAMS:
                 _PROGRAMS.popitem(last=False)
     recorded, constants = found
-    results = iter(run_recorded(recorded, [d for d, _ in trace.inputs] + constants))
-    value_out = next(results) if value else None
-    gradients = [rebuild(args[n], [next(results) for _ in tracers[n]]) for n in numbers]
-    return value_out, gradients
+    return Replay.of(trace, recorded, [d for d, _ in trace.inputs] + constants, None, alive)
 
 
 #: The batched programs of ``_one_program`` by the example trace's structure, the input

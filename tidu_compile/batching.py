@@ -32,13 +32,17 @@ to that trace instead, so ``vmap(vmap(f))`` batches twice. A transform of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from tidu_compile import forksafe
 from tidu_compile.ad import Name
 from tidu_compile.eager import RecordedGraph
+from tidu_compile.frontend.closure_key import call_key
 from tidu_compile.frontend.state import current_capture, get_default_executor, set_capture
 from tidu_compile.frontend.tensor import Tensor, apply_op, eager_input, record_node
 from tidu_compile.frontend.trees import leaves, map_leaves
@@ -47,8 +51,8 @@ from tidu_compile.ops import Constant, TensorOp, type_of
 from tidu_compile.ops.batching import Batcher, batch_op, materialized, moved
 
 __all__ = [
-    "Axes", "BatchTrace", "axes_of_leaves", "batch_size", "flatten", "rebuild", "run_batched",
-    "run_recorded", "vmap",
+    "Axes", "BatchTrace", "Replay", "axes_of_leaves", "batch_size", "flatten", "memoized",
+    "keyed", "rebuild", "run_recorded", "vmap",
 ]  # fmt: skip
 
 Tree = Any
@@ -119,6 +123,9 @@ class BatchTrace:
         self.example_ids: dict[int, int] = {}
         #: Each graph input's data and batch axis, in order.
         self.inputs: list[tuple[Any, int | None]] = []
+        #: Graph input -> the argument leaf it is (``bind_arguments``); the others are
+        #: closed-over values.
+        self.argument_of: dict[int, int] = {}
 
     def is_traced(self, tensor: Tensor) -> bool:
         return id(tensor) in self.ids
@@ -148,6 +155,17 @@ class BatchTrace:
         source = leaf if isinstance(leaf, Tensor) else Tensor(np.array(data, copy=True))
         self.bind_input(tracer, source, None if axis is None else axis % data.ndim)
         return tracer
+
+    def bind_arguments(self, leaves: list[Any], axes: list[int | None]) -> list[Any]:
+        """``tracer`` of every argument leaf, in order; ``argument_of`` then maps each
+        graph input bound here to its leaf's number."""
+        tracers = []
+        for n, (leaf, axis) in enumerate(zip(leaves, axes, strict=True)):
+            first = len(self.inputs)
+            tracers.append(self.tracer(leaf, axis))
+            if len(self.inputs) > first:
+                self.argument_of[first] = n
+        return tracers
 
     def example_graph(self, outputs: list[Tensor]) -> RecordedGraph:
         """The trace on one example, with ``outputs`` (tensors of the trace)."""
@@ -253,12 +271,6 @@ def _batch_size(leaves: list[Any], axes: list[int | None], axis_size: int | None
     return size
 
 
-def run_batched(b: Batcher, output_ids: list[int]) -> list[Tensor]:
-    """The outputs ``output_ids`` of the batched graph ``b`` (``run_recorded``)."""
-    b.builder.set_outputs(output_ids)
-    return run_recorded(RecordedGraph.from_graph(b.builder.build()), b.input_data)
-
-
 def run_recorded(recorded: RecordedGraph, input_data: list[Any]) -> list[Tensor]:
     """A batched graph's outputs for its inputs (tensors or arrays): one recorded node
     run by the current executor, or, under an outer trace, its ops applied one by one
@@ -276,6 +288,77 @@ def run_recorded(recorded: RecordedGraph, input_data: list[Any]) -> list[Tensor]
     return record_node(recorded, [eager_input(t) for t in inputs], arrays)
 
 
+@dataclass(frozen=True)
+class Replay:
+    """A traced call's batched program and where each of its inputs comes from at a
+    later call with the same key (``memoized``): argument leaf ``argument_leaf[i]``, or,
+    for a closed-over value or a rule's constant (``None``), ``fixed[i]``."""
+
+    recorded: RecordedGraph
+    argument_leaf: tuple[int | None, ...]
+    fixed: tuple[Any, ...]
+    #: What the result is built from (``rebuild``): the traced result's structure.
+    outputs: Tree
+    #: The objects the key names by identity (``closure_key``), kept alive with it.
+    alive: tuple[Any, ...]
+
+    @staticmethod
+    def of(trace: BatchTrace, recorded: RecordedGraph, input_data: list[Any], outputs: Tree,
+           alive: tuple[Any, ...]) -> Replay:  # fmt: skip
+        """The replay of ``trace`` (its arguments bound by ``bind_arguments``), whose
+        program ``recorded`` takes ``input_data`` (the trace's inputs, then constants)."""
+        leaf_of = tuple(trace.argument_of.get(i) for i in range(len(input_data)))
+        fixed = tuple(None if n is not None else d for n, d in zip(leaf_of, input_data,
+                                                                     strict=True))  # fmt: skip
+        return Replay(recorded, leaf_of, fixed, outputs, alive)
+
+    def run(self, leaves: list[Any]) -> list[Tensor]:
+        """The program's outputs for a call's argument leaves (``run_recorded``)."""
+        inputs = [self.fixed[i] if n is None else _argument_tensor(leaves[n])
+                  for i, n in enumerate(self.argument_leaf)]  # fmt: skip
+        return run_recorded(self.recorded, inputs)
+
+
+def _argument_tensor(leaf: Any) -> Tensor:
+    """An argument leaf as a graph input, as ``BatchTrace.tracer`` binds it (an array
+    is copied: the tape may keep it)."""
+    return leaf if isinstance(leaf, Tensor) else Tensor(np.array(leaf, copy=True))
+
+
+#: Traced calls of ``vmap`` and of its transforms' rules, by ``call_key``: the key holds
+#: everything the trace depends on, so a call with the same key runs the same program
+#: without running ``f`` (see ``frontend.closure_key`` for what a key compares).
+_REPLAYS: OrderedDict[Hashable, Replay] = OrderedDict()
+_MAX_REPLAYS = 128
+_REPLAYS_LOCK = forksafe.Lock()
+
+
+def memoized(key: Hashable | None, trace: Callable[[], Replay]) -> Replay:
+    """The replay memoized under ``key``, or ``trace()``'s (memoized unless ``key`` is
+    None: an unkeyable call traces every time)."""
+    if key is None:
+        return trace()
+    with _REPLAYS_LOCK:
+        found = _REPLAYS.get(key)
+        if found is not None:
+            _REPLAYS.move_to_end(key)
+            return found
+    replay = trace()
+    with _REPLAYS_LOCK:
+        _REPLAYS[key] = replay
+        while len(_REPLAYS) > _MAX_REPLAYS:
+            _REPLAYS.popitem(last=False)
+    return replay
+
+
+def keyed(f: Callable[..., Any], args: tuple[Any, ...], *statics: Any) -> tuple[Hashable | None,
+                                                                               tuple[Any, ...]]:
+    """``frontend.closure_key.call_key`` as a memo key (None: unkeyable) and what it
+    keeps alive."""
+    found = call_key(f, args, *statics)
+    return (None, ()) if found is None else (found[0], tuple(found[1]))
+
+
 def vmap(
     f: Callable[..., Any],
     in_axes: Axes = 0,
@@ -285,7 +368,13 @@ def vmap(
     """``f`` mapped over axis ``in_axes`` of its arguments, the results stacked along
     ``out_axes`` (as ``jax.vmap``): ``in_axes`` is an int, None (not mapped) or a prefix
     of the arguments' structure (``(None, 0, 0)``); ``axis_size`` gives the batch size
-    when no argument is mapped. The batched program is one tape node (see the module)."""
+    when no argument is mapped. The batched program is one tape node (see the module).
+
+    ``f`` is traced once per call signature, as ``jax.jit`` traces: the shapes and
+    dtypes of the arguments, their other leaves by value, the axes, the batch size, and
+    what ``f`` can read besides its arguments (closed-over numbers, arrays and tensors:
+    ``frontend.closure_key``, compared at every call, so a changed closure traces anew).
+    A call whose ``f`` reaches something the key cannot compare traces every time."""
     rule = getattr(f, "vmap_rule", None)
     if rule is not None:  # a transform of tidu_compile.func: its own rule
         return rule(in_axes, out_axes, axis_size)  # type: ignore[no-any-return]
@@ -295,21 +384,34 @@ def vmap(
         arguments = flatten(args)
         axes = axes_of_leaves(axes_tree, args, "in_axes")
         size = _batch_size(arguments, axes, axis_size)
-        trace = BatchTrace(f"vmap of {getattr(f, '__qualname__', repr(f))}", size)
-        tracers = [trace.tracer(leaf, axis) for leaf, axis in zip(arguments, axes, strict=True)]
-        previous = current_capture()
-        set_capture(trace)
-        try:
-            out = f(*rebuild(args, tracers))
-        finally:
-            set_capture(previous)
-        out_leaves = flatten(out)
-        for i, leaf in enumerate(out_leaves):
-            if not isinstance(leaf, (Tensor, np.ndarray, int, float, complex)):
-                raise TypeError(f"vmap: output leaf {i} is a {type(leaf).__name__}, expected "
-                                "a Tensor")  # fmt: skip
-        out_axes_of = axes_of_leaves(out_axes, out, "out_axes")
-        ids = [trace.output(leaf, axis) for leaf, axis in zip(out_leaves, out_axes_of, strict=True)]
-        return rebuild(out, run_batched(trace.batcher, ids))
+        key, alive = keyed(f, args, "vmap", tuple(axes), size, out_axes)
+        replay = memoized(key, lambda: _trace(f, args, arguments, axes, size, out_axes, alive))
+        return rebuild(replay.outputs, replay.run(arguments))
 
     return batched
+
+
+def _trace(
+    f: Callable[..., Any], args: tuple[Any, ...], arguments: list[Any], axes: list[int | None],
+    size: int, out_axes: Axes, alive: tuple[Any, ...],
+) -> Replay:  # fmt: skip
+    """``f`` traced on ``args`` and batched: its program, as a ``Replay``."""
+    trace = BatchTrace(f"vmap of {getattr(f, '__qualname__', repr(f))}", size)
+    tracers = trace.bind_arguments(arguments, axes)
+    previous = current_capture()
+    set_capture(trace)
+    try:
+        out = f(*rebuild(args, tracers))
+    finally:
+        set_capture(previous)
+    out_leaves = flatten(out)
+    for i, leaf in enumerate(out_leaves):
+        if not isinstance(leaf, (Tensor, np.ndarray, int, float, complex)):
+            raise TypeError(f"vmap: output leaf {i} is a {type(leaf).__name__}, expected "
+                            "a Tensor")  # fmt: skip
+    out_axes_of = axes_of_leaves(out_axes, out, "out_axes")
+    ids = [trace.output(leaf, axis) for leaf, axis in zip(out_leaves, out_axes_of, strict=True)]
+    b = trace.batcher
+    b.builder.set_outputs(ids)
+    recorded = RecordedGraph.from_graph(b.builder.build())
+    return Replay.of(trace, recorded, b.input_data, map_leaves(out, lambda _: None), alive)

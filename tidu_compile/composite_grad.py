@@ -3,8 +3,11 @@
 The general path runs the traced forward program (reading the inputs, writing the loss
 and what the tape keeps), records a tape node, then runs its backward program (reading
 the inputs again). When nothing outside can observe the tape (no argument is tracked by
-an outer transform) and the trace is a real scalar loss of float data (no integer
-index data to check first), this module builds one graph instead::
+an outer transform) and the trace is a real scalar loss of float data, this module
+builds one graph instead (integer index data, such as token ids, is first checked with
+numpy by the trace's ``ForwardPlan.check_indices``, as on the general path, so native
+code never reads an index out of range; an index computed from float data, which cannot
+be checked first, keeps the general path)::
 
     inputs x, y
     forward ops       -> loss                  (the traced graph)
@@ -41,7 +44,7 @@ from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.frontend.trees import leaves as tree_leaves
 from tidu_compile.frontend.trees import map_leaves
 from tidu_compile.graph import GraphBuilder, Primary
-from tidu_compile.ops import DIFFERENTIABLE_DTYPES, Constant, type_of
+from tidu_compile.ops import DIFFERENTIABLE_DTYPES, Constant, dtype_name, type_of
 
 __all__ = ["FusedGrad", "build_fused", "fused_value_and_grad"]
 
@@ -113,7 +116,8 @@ def fused_value_and_grad(
 
         def variable(leaf: Any, fresh: list[Tensor] = fresh) -> Any:
             data = leaf._data if isinstance(leaf, Tensor) else leaf
-            if not isinstance(data, np.ndarray) or data.dtype.name not in DIFFERENTIABLE_DTYPES:
+            if (not isinstance(data, np.ndarray)
+                    or dtype_name(data.dtype) not in DIFFERENTIABLE_DTYPES):
                 raise _NotFusable
             stand_in = Tensor(data.view(), True)  # read in place, never recorded
             fresh.append(stand_in)
@@ -128,11 +132,14 @@ def fused_value_and_grad(
     if found is None:
         return None
     traced, leaves = found
-    if traced.forward_plan.indexing or traced.forward_plan.prelude:
-        return None  # integer index data: checked before native code on the general path
+    plan = traced.forward_plan
     position = {id(leaf): i for i, leaf in enumerate(leaves)}
     inputs = [leaf._data if isinstance(leaf, Tensor) else leaf for leaf in leaves]
     inputs += traced.constants
+    if plan.indexing or plan.prelude:  # integer index data: checked before native code
+        if not plan.checkable:
+            return None
+        plan.check_indices(inputs)
     needed = tuple(isinstance(x, Tensor) and x._requires_grad for x in leaves) + (
         (False,) * len(traced.constants)
     )

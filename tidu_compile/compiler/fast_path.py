@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.compiler import parallel
-from tidu_compile.compiler.plan import BoundPlan, library_values
+from tidu_compile.compiler.plan import BoundPlan, library_values, native_copy
+from tidu_compile.ops import Reshape
 
 __all__ = ["FastCall", "build_fast_call"]
 
@@ -116,7 +117,12 @@ def _step_lines(
     """The lines of one step; its runner and output specs become constants."""
     inputs = [names[i] for i in step.inputs]
     outputs = [names[o] for o in step.outputs]
-    if step.kernel is None:  # a library call (numpy): the checked helper does it all
+    if step.kernel is None:
+        inline = (_contraction_lines(number, step, inputs, outputs, constants, bound)
+                  or _reshape_lines(step, inputs, outputs, constants, bound))  # fmt: skip
+        if inline:
+            return inline
+        # another library call (numpy): the checked helper does it all
         constants[f"LIB{number}"] = partial(library_values, step.runner, step.specs)
         return [f"    {', '.join(outputs)}, = LIB{number}({', '.join(inputs)})"]
     lines = []
@@ -134,3 +140,59 @@ def _step_lines(
         pointers += ["0", str(kernel.extent)]  # the whole row range
     lines.append(f"    RUN{number}({', '.join(pointers)})")
     return lines
+
+
+def _contraction_lines(
+    number: int, step: Any, inputs: list[str], outputs: list[str], constants: dict[str, Any],
+    bound: BoundPlan,
+) -> list[str]:  # fmt: skip
+    """A ``DotGeneral`` of one dtype inline: its operands viewed as ``DotGeneral.evaluate_into``
+    views them (``matmul_views``), numpy's matmul into the allocated output::
+
+        b7 = A7(S7, D7)
+        MM3(a1.reshape(LV3), b5.transpose(RO3).reshape(RV3), out=b7.reshape(OV3))
+
+    (``library_values`` costs three Python calls more per contraction; a GRU step has
+    200.) Empty for any other step, or mixed dtypes: those take ``library_values``."""
+    views = getattr(step.runner, "matmul_views", None)
+    (output,) = outputs if len(outputs) == 1 else (None,)
+    dtypes = {bound.dtype_of(i) for i in (*step.inputs, *step.outputs)}
+    if views is None or output is None or len(dtypes) != 1 or len(inputs) != 2:
+        return []
+    shape, dtype, allocate = step.specs[0]
+    constants.update({f"A{output}": allocate, f"S{output}": shape, f"D{output}": dtype,
+                      f"MM{number}": np.multiply if views.outer else np.matmul,
+                      f"LV{number}": views.lhs_view, f"RV{number}": views.rhs_view,
+                      f"OV{number}": views.out_view, f"LO{number}": views.lhs_order,
+                      f"RO{number}": views.rhs_order})  # fmt: skip
+    lhs, rhs = inputs
+    if views.lhs_order is not None:
+        lhs = f"{lhs}.transpose(LO{number})"
+    if views.rhs_order is not None:
+        rhs = f"{rhs}.transpose(RO{number})"
+    return [f"    {output} = A{output}(S{output}, D{output})",
+            f"    MM{number}({lhs}.reshape(LV{number}), {rhs}.reshape(RV{number}), "
+            f"out={output}.reshape(OV{number}))"]  # fmt: skip
+
+
+def _reshape_lines(
+    step: Any, inputs: list[str], outputs: list[str], constants: dict[str, Any],
+    bound: BoundPlan,
+) -> list[str]:  # fmt: skip
+    """A ``Reshape`` inline: a view of its operand, copied only if not C-contiguous
+    (``library_values``' rule; the plan's buffers are, so it is a view)::
+
+        b6 = a2.reshape(S6)
+        if not b6.flags.c_contiguous:
+            b6 = COPY(b6, D6)
+    """
+    if not isinstance(step.runner, Reshape) or len(outputs) != 1:
+        return []
+    (output,), (source,) = outputs, inputs
+    shape, dtype, _ = step.specs[0]
+    if bound.dtype_of(step.inputs[0]) != dtype:
+        return []
+    constants.update({f"S{output}": shape, f"D{output}": dtype, "COPY": native_copy})
+    return [f"    {output} = {source}.reshape(S{output})",
+            f"    if not {output}.flags.c_contiguous:",
+            f"        {output} = COPY({output}, D{output})"]  # fmt: skip

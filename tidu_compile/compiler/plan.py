@@ -31,9 +31,12 @@ from tidu_compile.backend.array_abi import ENTRY_SUFFIX, array_data_offset
 from tidu_compile.compiler import buffers
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.parallel import ChunkedKernel
-from tidu_compile.ops.base import TensorType
+from tidu_compile.ops.base import TensorType, dtype_name
 
-__all__ = ["BoundStep", "KernelStep", "LibraryStep", "Plan", "library_values", "native_buffer"]
+__all__ = [
+    "BoundStep", "KernelStep", "LibraryStep", "Plan", "library_values", "native_buffer",
+    "native_copy",
+]  # fmt: skip
 
 
 def _data_pointer(array: np.ndarray) -> int:
@@ -45,14 +48,14 @@ def native_buffer(array: Any, expected: TensorType, what: str) -> np.ndarray:
     array = array if isinstance(array, np.ndarray) else np.asarray(array)
     if tuple(array.shape) != expected.shape:
         raise ValueError(f"{what}: shape {array.shape} does not match {expected.shape}")
-    if array.dtype.name != expected.dtype:
+    if dtype_name(array.dtype) != expected.dtype:
         raise TypeError(f"{what}: dtype {array.dtype} does not match {expected.dtype}")
     if not array.dtype.isnative or not array.flags.c_contiguous or not array.flags.aligned:
-        array = _native_copy(array, np.dtype(expected.dtype))
+        array = native_copy(array, np.dtype(expected.dtype))
     return array
 
 
-def _native_copy(array: Any, dtype: np.dtype) -> np.ndarray:
+def native_copy(array: Any, dtype: np.dtype) -> np.ndarray:
     """A fresh C-contiguous, aligned, native-endian copy (keeps 0-d arrays 0-d, which
     ``np.ascontiguousarray`` does not)."""
     return np.array(array, dtype=dtype.newbyteorder("="), order="C", copy=True)
@@ -213,6 +216,10 @@ class BoundPlan:
             for i, t in enumerate(plan.types[: plan.arg_count])
         ]
 
+    def dtype_of(self, index: int) -> np.dtype:
+        """The dtype of buffer ``index`` (an argument, a constant or a step's output)."""
+        return self._dtypes[index]
+
     def run(self, args: Sequence[Any], check: bool = True) -> list[np.ndarray | None]:
         plan = self.plan
         if len(args) != plan.arg_count:
@@ -223,11 +230,11 @@ class BoundPlan:
                 buffers[i] = native_buffer(arg, plan.types[i], f"argument {i}")
                 continue
             if not isinstance(arg, np.ndarray):  # a numpy scalar, a Tensor: never id() it
-                buffers[i] = _native_copy(arg, self._arg_dtypes[i])
+                buffers[i] = native_copy(arg, self._arg_dtypes[i])
                 continue
             flags = arg.flags
             if not (flags.c_contiguous and flags.aligned and arg.dtype.isnative):
-                buffers[i] = _native_copy(arg, self._arg_dtypes[i])
+                buffers[i] = native_copy(arg, self._arg_dtypes[i])
         buffers += self._padding
         to_argument = self.to_argument
         for kernel, runner, inputs, outputs, specs in self.steps:
@@ -260,7 +267,11 @@ def library_values(op: Any, specs: Sequence[tuple[Any, np.dtype, Any]], *inputs:
     """
     if len(specs) == 1 and hasattr(op, "evaluate_into"):
         shape, dtype, allocate = specs[0]
-        values: Any = (op.evaluate_into(allocate(shape, dtype), *inputs),)
+        out = allocate(shape, dtype)
+        value = op.evaluate_into(out, *inputs)
+        if value is out:  # written where it was asked to be: of the spec's type, C-contiguous
+            return [out]
+        values: Any = (value,)
     else:
         values = op.evaluate(*inputs)
     arrays = []
@@ -272,6 +283,6 @@ def library_values(op: Any, specs: Sequence[tuple[Any, np.dtype, Any]], *inputs:
                 f"the plan expects {shape} {dtype}"
             )
         if not value.flags.c_contiguous or not value.flags.aligned:
-            value = _native_copy(value, dtype)
+            value = native_copy(value, dtype)
         arrays.append(value)
     return arrays

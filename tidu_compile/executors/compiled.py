@@ -52,6 +52,7 @@ from tidu_compile.compiler.program import (
     saved_value_order,
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph
+from tidu_compile.executors.graph_fast import GraphFastCalls
 from tidu_compile.executors.native_loops import native_loop_runner
 from tidu_compile.executors.node_plans import (
     REFERENCE_ONLY,
@@ -162,6 +163,7 @@ class CompiledExecutor(BackwardExecutor):
         self.tiered = Tiered(self.artifacts, self._compile_here)
         #: ``run_graph``'s plans by (graph structure, input types).
         self._graph_plans: dict[Hashable, Any] = {}
+        self._graph_fast = GraphFastCalls()  # their fast calls (``executors.graph_fast``)
 
     # ---------------------------------------------------------------- protocol
 
@@ -303,6 +305,10 @@ class CompiledExecutor(BackwardExecutor):
             raise ValueError(
                 f"inputs: {graph!r} takes {len(graph.input_keys)} inputs, got {len(inputs)}"
             )
+        results = self._graph_fast.run(graph.structure, inputs)  # the last plan, if it fits
+        if results is not None:
+            self.stats.memory_hits += 1
+            return results
         try:
             types = tuple(type_of(v) for v in inputs)
         except (AttributeError, TypeError):  # not arrays: a user's own operand type
@@ -318,6 +324,7 @@ class CompiledExecutor(BackwardExecutor):
                     )
                     if len(self._graph_plans) >= self.memory.max_entries:
                         self._graph_plans.clear()  # bounded; plans come back from disk
+                        self._graph_fast.clear()
                     self._graph_plans[key] = plan
                 elif type(plan) is Submitted and plan.ready():
                     submitted = plan
@@ -332,6 +339,8 @@ class CompiledExecutor(BackwardExecutor):
             self.stats.fallbacks += 1
             return super().run_graph(graph, inputs)
         self.stats.fallbacks += plan.plan.fallback_count
+        if not plan.plan.fallback_count:
+            self._graph_fast.remember(graph.structure, key, plan)
         return plan.run(list(inputs), check=True)
 
     def graph_runner(self, graph: RecordedGraph) -> Callable[[Sequence[Any]], list[Any]]:

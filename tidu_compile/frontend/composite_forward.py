@@ -119,18 +119,28 @@ class ForwardPlan:
         self.program_inputs = (*graph.inputs, *computed)
         self.recorded = RecordedGraph.from_graph(builder.build())
 
-    def run(self, executor: BackwardExecutor, inputs: Sequence[Any]) -> list[Any]:
-        """The values by local id the tape needs (others may be None), the program run by
-        ``executor``; numpy's ``IndexError`` for an index out of range, raised first."""
+    def check_indices(self, inputs: Sequence[Any]) -> list[Any]:
+        """The prelude's values by local id (the others None) for ``inputs``, after every
+        index is checked: numpy's ``IndexError`` for one out of range. Only for a
+        ``checkable`` plan: then nothing native reads an unchecked index."""
         values: list[Any] = [None] * len(self.graph.values)
         for local_id, data in zip(self.graph.inputs, inputs, strict=True):
             values[local_id] = data
-        if not self.checkable:
-            _evaluate_nodes(self.graph.operations, values)
-            return values
         _evaluate_nodes(self.prelude, values)
         for node in self.indexing:
             node.operation.where([values[r.id] for r in node.inputs[1:]])  # type: ignore[attr-defined, union-attr]
+        return values
+
+    def run(self, executor: BackwardExecutor, inputs: Sequence[Any]) -> list[Any]:
+        """The values by local id the tape needs (others may be None), the program run by
+        ``executor``; numpy's ``IndexError`` for an index out of range, raised first."""
+        if not self.checkable:
+            values: list[Any] = [None] * len(self.graph.values)
+            for local_id, data in zip(self.graph.inputs, inputs, strict=True):
+                values[local_id] = data
+            _evaluate_nodes(self.graph.operations, values)
+            return values
+        values = self.check_indices(inputs)
         if self.recorded is not None:
             results = executor.run_graph(self.recorded, [values[i] for i in self.program_inputs])
             for local_id, result in zip(self.program_ids, results, strict=True):

@@ -51,9 +51,14 @@ from tidu_compile.frontend.state import (
     set_capture,
 )
 from tidu_compile.frontend.tensor import Tensor
-from tidu_compile.frontend.trace_segments import SegmentedTrace, record_call, split_trace
+from tidu_compile.frontend.trace_segments import (
+    SegmentedTrace,
+    record_call,
+    retained_pairs,
+    split_trace,
+)
 from tidu_compile.frontend.trees import map_leaves
-from tidu_compile.graph import Graph, GraphBuilder, Primary
+from tidu_compile.graph import Graph, GraphBuilder, Primary, ValueKey
 from tidu_compile.ops import (
     DIFFERENTIABLE_DTYPES,
     Constant,
@@ -187,6 +192,13 @@ class _Traced:
     def graph(self) -> Graph:
         return self.recorded.graph
 
+    @functools.cached_property
+    def retained_pairs(self) -> tuple[tuple[ValueKey, int], ...]:
+        """``(key, local id)`` of each retained value, one per key: a trace may compute
+        one value twice (structurally equal keys), and a dict built from such keys
+        compares them whole at every call."""
+        return retained_pairs(self.graph, self.retained)
+
     def forward(self, inputs: list[np.ndarray]) -> list[Any]:
         """The outputs and retained values by local id (the others None), computed by
         the current executor (``ForwardPlan.run``)."""
@@ -196,8 +208,8 @@ class _Traced:
 
 def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list[Tensor]:
     constant_inputs = [Tensor(c) for c in traced.constants]
-    return record_call(traced.recorded, arguments + constant_inputs, values, traced.retained,
-                       arguments)  # fmt: skip
+    return record_call(traced.recorded, arguments + constant_inputs, values,
+                       traced.retained_pairs, arguments)  # fmt: skip
 
 
 def _static_key(value: Any) -> Hashable:

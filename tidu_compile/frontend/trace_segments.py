@@ -39,11 +39,11 @@ from tidu_compile.eager import BackwardExecutor, EagerInput, RecordedGraph
 from tidu_compile.frontend.composite_forward import ForwardPlan
 from tidu_compile.frontend.state import RECORDER, get_default_executor
 from tidu_compile.frontend.tensor import Tensor
-from tidu_compile.graph import Graph, GraphBuilder, OperationNode, Primary
+from tidu_compile.graph import Graph, GraphBuilder, OperationNode, Primary, ValueKey
 from tidu_compile.ops import Constant
 
 __all__ = ["SEGMENTED_AT", "SEGMENT_OPS", "Segment", "SegmentedTrace", "record_call",
-           "segment_cuts", "split_trace"]  # fmt: skip
+           "retained_pairs", "segment_cuts", "split_trace"]  # fmt: skip
 
 #: Target operations per segment.
 SEGMENT_OPS = 256
@@ -51,18 +51,26 @@ SEGMENT_OPS = 256
 SEGMENTED_AT = 2 * SEGMENT_OPS
 
 
+def retained_pairs(graph: Graph, retained: Sequence[int]) -> tuple[tuple[ValueKey, int], ...]:
+    """``(key, local id)`` of each retained value, one per key: a trace may compute one
+    value twice (structurally equal keys), and a dict built from such keys compares them
+    whole at every call."""
+    unique = {graph.values[i].key: i for i in retained}
+    return tuple(unique.items())
+
+
 def record_call(
     recorded: RecordedGraph, inputs: Sequence[Tensor], values: Sequence[Any],
-    retained: Sequence[int], holders: Sequence[Tensor],
+    retained: Sequence[tuple[ValueKey, int]], holders: Sequence[Tensor],
 ) -> list[Tensor]:  # fmt: skip
     """Record one call of ``recorded`` on ``inputs`` whose values by local id are
-    ``values``; the tape keeps ``retained`` and the outputs (``backward`` checks a seed
-    against them) and checks ``holders``' versions. Returns the output tensors (integer
-    and bool outputs carry no gradient)."""
+    ``values``; the tape keeps the ``retained`` ``(key, local id)`` values and the
+    outputs (``backward`` checks a seed against them) and checks ``holders``' versions.
+    Returns the output tensors (integer and bool outputs carry no gradient)."""
     graph = recorded.graph
     eager_inputs = [EagerInput(t._key, t._trace, t._requires_grad, t._data) for t in inputs]
     outputs = [values[i] for i in graph.outputs]
-    kept = {graph.values[i].key: values[i] for i in retained}
+    kept = {key: values[i] for key, i in retained}
     kept.update(zip(recorded.output_keys, outputs, strict=True))
     nodes = RECORDER.record_graph(recorded, eager_inputs, outputs, kept)
     if nodes and nodes[0].trace is not None:
@@ -132,7 +140,7 @@ class Segment:
 
     recorded: RecordedGraph
     forward_plan: ForwardPlan
-    retained: tuple[int, ...]
+    retained: tuple[tuple[ValueKey, int], ...]  # ``retained_pairs``
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
 
@@ -171,9 +179,11 @@ def _build_segment(
     structure = _structure(segment_graph, kept, values)
     twin = built.get(structure)
     if twin is not None:
-        return Segment(twin.recorded, twin.forward_plan, kept, tuple(inputs), tuple(outputs))
+        return Segment(twin.recorded, twin.forward_plan, twin.retained, tuple(inputs),
+                       tuple(outputs))  # fmt: skip
     plan = ForwardPlan(segment_graph, kept, values)
-    segment = Segment(RecordedGraph.from_graph(segment_graph), plan, kept, tuple(inputs),
+    pairs = retained_pairs(segment_graph, kept)
+    segment = Segment(RecordedGraph.from_graph(segment_graph), plan, pairs, tuple(inputs),
                       tuple(outputs))  # fmt: skip
     built[structure] = segment
     return segment

@@ -16,6 +16,7 @@ from tidu_compile.ops.base import (
     OP_TABLE,
     TensorOp,
     TensorType,
+    dtype_name,
     primitive,
     type_of,
 )
@@ -40,6 +41,7 @@ ALL_OPS: tuple[type[TensorOp], ...] = tuple(OP_TABLE.values())
 
 __all__ = [
     "ALL_OPS", "COMPLEX_DTYPES", "DIFFERENTIABLE_DTYPES", "DOMAINS", "Elementwise",
-    "FLOAT_DTYPES", "OP_TABLE", "TensorOp", "TensorType", "Unary", "primitive", "type_of",
+    "FLOAT_DTYPES", "OP_TABLE", "TensorOp", "TensorType", "Unary", "dtype_name", "primitive",
+    "type_of",
     *(op.__name__ for op in ALL_OPS),
 ]  # fmt: skip

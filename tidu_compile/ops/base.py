@@ -49,6 +49,7 @@ from tidu_compile.ops.ir_fields import printed_as, shape_of_operand, shape_of_re
 
 __all__ = [
     "DOMAINS",
+    "dtype_name",
     "OP_TABLE",
     "primitive",
     "FLOAT_DTYPES",
@@ -110,9 +111,23 @@ class TensorType:
         return f"{'x'.join(map(str, self.shape)) or '()'}:{self.dtype}"
 
 
+#: numpy dtype -> its name (``dtype.name`` is computed by Python code at every read).
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
+def dtype_name(dtype: Any) -> str:
+    """``np.dtype(dtype).name``, memoized (the call path of a small program reads it for
+    every argument)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
+    return name
+
+
 def type_of(array: Any) -> TensorType:
     """The ``TensorType`` of a numpy array (or anything with shape and dtype)."""
-    return TensorType(tuple(int(d) for d in array.shape), np.dtype(array.dtype).name)
+    shape = array.shape if type(array) is np.ndarray else tuple(int(d) for d in array.shape)
+    return TensorType(shape, dtype_name(array.dtype))
 
 
 def real_dtype_of(dtype: str) -> str:

@@ -18,9 +18,10 @@ between kernels; broadcasts and reductions fuse into kernels (as operand and res
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -293,6 +294,20 @@ class Transpose(TensorOp):
         return [linear(b, Transpose(inverse), [cts[0]], (True,))]
 
 
+class _MatmulViews(NamedTuple):
+    """A contraction as one (batched) matmul: each operand transposed (``None``: as it
+    is) and reshaped to ``[batch..., M, K]`` and ``[batch..., K, N]``; ``outer`` when
+    ``K == 1`` (a broadcast multiply); ``shape`` the result's."""
+
+    lhs_order: tuple[int, ...] | None
+    lhs_view: tuple[int, ...]
+    rhs_order: tuple[int, ...] | None
+    rhs_view: tuple[int, ...]
+    out_view: tuple[int, ...]
+    outer: bool
+    shape: tuple[int, ...]
+
+
 @primitive
 class DotGeneral(TensorOp):
     """Contraction with JAX's dimension numbers; result dims: batch, lhs free, rhs free.
@@ -389,28 +404,37 @@ class DotGeneral(TensorOp):
         """
         return (self.evaluate_into(None, *arrays),)
 
+    @functools.cached_property
+    def matmul_views(self) -> _MatmulViews:
+        """How ``evaluate_into`` views the operands, computed once per op (a small
+        program runs its contractions at every call: ~2 us of Python each, not ~15)."""
+        lhs_free, rhs_free = self.free_dims()
+        batch = tuple(self.lhs_shape[d] for d in self.lhs_batch)
+        m = math.prod(self.lhs_shape[d] for d in lhs_free)
+        k = math.prod(self.lhs_shape[d] for d in self.lhs_contracting)
+        n = math.prod(self.rhs_shape[d] for d in rhs_free)
+        lhs_order = self.lhs_batch + lhs_free + self.lhs_contracting
+        rhs_order = self.rhs_batch + self.rhs_contracting + rhs_free
+        return _MatmulViews(
+            None if lhs_order == tuple(range(len(lhs_order))) else lhs_order, (*batch, m, k),
+            None if rhs_order == tuple(range(len(rhs_order))) else rhs_order, (*batch, k, n),
+            (*batch, m, n), k == 1, self.shape,
+        )  # fmt: skip
+
     def evaluate_into(self, out: np.ndarray | None, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         """``evaluate``, writing into ``out`` (C-contiguous, of the result's shape and
         dtype) when given: compiled plans pass recycled memory (``compiler.buffers``)."""
-        lhs_free, rhs_free = self.free_dims()
-        batch = [self.lhs_shape[d] for d in self.lhs_batch]
-        sizes = [
-            math.prod(self.lhs_shape[d] for d in lhs_free),
-            math.prod(self.lhs_shape[d] for d in self.lhs_contracting),
-            math.prod(self.rhs_shape[d] for d in rhs_free),
-        ]
-        a = np.transpose(lhs, self.lhs_batch + lhs_free + self.lhs_contracting)
-        b = np.transpose(rhs, self.rhs_batch + self.rhs_contracting + rhs_free)
-        a = a.reshape(*batch, sizes[0], sizes[1])
-        b = b.reshape(*batch, sizes[1], sizes[2])
+        lhs_order, lhs_view, rhs_order, rhs_view, out_view, outer, shape = self.matmul_views
+        lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+        a = (lhs if lhs_order is None else lhs.transpose(lhs_order)).reshape(lhs_view)
+        b = (rhs if rhs_order is None else rhs.transpose(rhs_order)).reshape(rhs_view)
         # Nothing contracted (an outer product per batch, as per-example gradients have
         # them): a broadcast multiply, ~3x numpy's batched matmul with K = 1.
-        product = np.multiply if sizes[1] == 1 else np.matmul
+        product = np.multiply if outer else np.matmul
         if out is not None and out.dtype == lhs.dtype == rhs.dtype:
-            product(a, b, out=out.reshape(*batch, sizes[0], sizes[2]))
+            product(a, b, out=out.reshape(out_view))
             return out
-        result = product(a, b).reshape(self.shape)
-        return np.asarray(result, dtype=lhs.dtype)
+        return np.asarray(product(a, b).reshape(shape), dtype=lhs.dtype)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         dx, dy = ts

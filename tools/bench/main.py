@@ -6,6 +6,7 @@
     tidu-compile bench --hvp                # W1 Hessian-vector product against jax, torch
     tidu-compile bench --optim              # Adam.step() over 1M parameters against torch
     tidu-compile bench --per-example        # vmap(grad) of an MLP against jax, torch
+    tidu-compile bench --small              # GRU, attention, GMM training steps vs jax.jit
     tidu-compile bench --conv               # a conv2d layer, forward + backward, vs torch
     tidu-compile bench --train              # an MLP trained from a cold start, vs torch, jax
     tidu-compile bench --compile            # seconds to compile 100..3200-op traces, vs jax
@@ -20,10 +21,10 @@ numpy's, and in a fresh subprocess the warm-from-disk first call. Then each inst
 peer (torch, jax) in its own subprocess, timed like for like (see ``peers``). Exit
 status: 0, or 1 when a tidu gradient check failed or tidu raised, 2 for a usage mistake.
 ``--kernels`` runs ``bench.kernels`` instead, ``--hvp`` ``bench.hvp``, ``--optim``
-``bench.optim``, ``--per-example`` ``bench.per_example``, ``--conv`` ``bench.conv``,
-``--train`` ``bench.train``, ``--compile`` ``bench.compile_time``, ``--loops``
-``bench.loops``, ``--workload recording`` ``bench.recording``, ``--workload step``
-``bench.step``.
+``bench.optim``, ``--per-example`` ``bench.per_example``, ``--small``
+``bench.small_steps``, ``--conv`` ``bench.conv``, ``--train`` ``bench.train``,
+``--compile`` ``bench.compile_time``, ``--loops`` ``bench.loops``, ``--workload
+recording`` ``bench.recording``, ``--workload step`` ``bench.step``.
 """
 
 from __future__ import annotations
@@ -106,6 +107,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-example", action="store_true",
                         help="instead: per-example gradients of a small MLP (batch 256, "
                         "func.vmap(func.grad)) against jax.vmap(jax.grad) and torch.func")
+    parser.add_argument("--small", action="store_true",
+                        help="instead: one training step (loss and gradient) of a GRU over "
+                        "token ids, causal attention with layer norm and a Gaussian mixture "
+                        "fit, @tc.function against jax.jit in the same process")
     parser.add_argument("--conv", action="store_true",
                         help="instead: a conv2d layer (MNIST-sized, float32) forward and "
                         "backward against torch and jax.jit in the same process")
@@ -360,6 +365,10 @@ def command(args: argparse.Namespace) -> int:
         from tidu_compile.tools.bench.per_example import command as per_example_command
 
         return per_example_command(args)
+    if getattr(args, "small", False):
+        from tidu_compile.tools.bench.small_steps import command as small_command
+
+        return small_command(args)
     if getattr(args, "conv", False):
         from tidu_compile.tools.bench.conv import command as conv_command
 
