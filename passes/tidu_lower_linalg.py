@@ -1,8 +1,9 @@
 """``tidu-lower-linalg``: the factorisations and solves as LAPACK calls from native code.
 
 Preconditions: the ops are in the node function (``tidu-lower-to-loops`` ran or not:
-only the real ``tidu.cholesky``, ``tidu.triangular_solve``, ``tidu.solve`` and
-``tidu.slogdet`` of f32/f64 are lowered; any other op stays as it is, a library step).
+only the real ``tidu.cholesky``, ``tidu.triangular_solve``, ``tidu.solve``,
+``tidu.slogdet`` and ``tidu.eigh`` of f32/f64 are lowered; any other op stays as it
+is, a library step).
 
 Each distinct op (primitive and dtype) becomes a kernel function ``@f_lapack<i>``
 (``tidu.kernel``, like ``tidu-lower-to-loops``' kernels: operand buffers, then result
@@ -39,7 +40,8 @@ Cholesky factor is ``potrf('U')`` of the same memory; ``op(A) X = B`` with ``n x
 row-major ``B`` is ``Xᵀ op(A)ᵀ = Bᵀ``, ``trsm`` from the right; ``solve`` is ``getrf``
 of ``Aᵀ`` and ``getrs`` with the transpose flipped on ``B`` copied column-major;
 ``slogdet`` reads ``det Aᵀ = det A`` off ``getrf``'s diagonal and pivots (a singular
-matrix: sign 0, log|det| -inf, as numpy).
+matrix: sign 0, log|det| -inf, as numpy); ``eigh`` is ``syevd('V', 'U')`` of a copy,
+its eigenvectors transposed out of column-major order with the op's sign rule.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from tidu_compile.ops.decompositions import Eigh
 from tidu_compile.ops.linalg import Cholesky, Slogdet, Solve, TriangularSolve
 
 from .lapack_kernels import I32, INDEX, Emitter, declare_routine, routine_symbol
@@ -256,12 +259,73 @@ def _pivot_factor(e: Emitter, lu: SSAValue, w: SSAValue, sign: SSAValue, logdet:
     e.store(e.add(arith.AddfOp(e.load(logdet, m), magnitude)), logdet, m)
 
 
+def eigh_kernel(op: Eigh) -> LapackKernel:
+    """``S = A`` (``%fws``), ``syevd('V', 'U', ...)``: ``w`` ascending, the eigenvectors
+    as ``S``'s columns (column-major: ``S`` holds ``Vᵀ`` row-major); ``V`` their
+    transpose, each column's entry of largest magnitude made positive (the op's sign
+    rule); a failure to converge is the status (numpy's error)."""
+    n = op.shape[-1]
+    size = n * n
+    work, iwork = 1 + 6 * n + 2 * size, 3 + 5 * n
+    best = size + work  # %fws[best]: the largest magnitude so far; [best + 1]: its entry
+
+    def body(e: Emitter, b: Buffers, module: ModuleOp) -> None:
+        syevd = _routine(module, e, "syevd", 11)
+        w, s = b.words, b.scratch
+        e.store_words(w, {0: 0, 1: "V", 2: "U", 3: n, 4: max(1, n), 5: work, 6: iwork})
+        a, values, vectors = b.inputs[0], b.outputs[0], b.outputs[1]
+
+        def matrix(e: Emitter, m: SSAValue) -> None:
+            base = e.mul(m, e.index(size))
+            e.copy_to(a, base, s, e.index(0), size)
+            e.call(syevd, [e.word(w, 1), e.word(w, 2), e.word(w, 3), s, e.word(w, 4),
+                           e.element_at(values, e.mul(m, e.index(n))),
+                           e.element_at(s, e.index(size)), e.word(w, 5), e.word(w, 8),
+                           e.word(w, 6), e.word(w, 7)])  # fmt: skip
+            e.keep_first_status(w, 7)
+            e.loop(0, n, lambda e, j: _positive_column(e, s, vectors, base, j, n, best))
+
+        e.each(_matrices(op.shape), matrix)
+
+    return LapackKernel(8 + iwork, size + work + 2, body)
+
+
+def _positive_column(e: Emitter, s: SSAValue, vectors: SSAValue, base: SSAValue,
+                     j: SSAValue, n: int, best: int) -> None:  # fmt: skip
+    """``V[:, j] = ±S[j, :]`` (row-major ``S``), the sign making the first entry of
+    largest magnitude positive (0 counts as positive)."""
+    e.store(e.real(-1.0), s, e.index(best))
+    e.store(e.real(0.0), s, e.index(best + 1))
+    column = e.mul(j, e.index(n))
+
+    def track(e: Emitter, i: SSAValue) -> None:
+        entry = e.load(s, e.plus(column, i))
+        magnitude = e.add(math.AbsFOp(entry))
+        larger = e.add(arith.CmpfOp(magnitude, e.load(s, e.index(best)), "ogt"))
+        e.store(e.add(arith.SelectOp(larger, magnitude, e.load(s, e.index(best)))), s,
+                e.index(best))  # fmt: skip
+        e.store(e.add(arith.SelectOp(larger, entry, e.load(s, e.index(best + 1)))), s,
+                e.index(best + 1))  # fmt: skip
+
+    e.loop(0, n, track)
+    negative = e.add(arith.CmpfOp(e.load(s, e.index(best + 1)), e.real(0.0), "olt"))
+    sign = e.add(arith.SelectOp(negative, e.real(-1.0), e.real(1.0)))
+
+    def write(e: Emitter, i: SSAValue) -> None:
+        entry = e.load(s, e.plus(column, i))
+        e.store(e.add(arith.MulfOp(entry, sign)), vectors,
+                e.plus(base, e.plus(e.mul(i, e.index(n)), j)))  # fmt: skip
+
+    e.loop(0, n, write)
+
+
 #: Primitive class -> its kernel (f32 and f64; the routines' s/d prefix by dtype).
 LAPACK_OPS: dict[type, Callable[..., LapackKernel]] = {
     Cholesky: cholesky_kernel,
     TriangularSolve: triangular_solve_kernel,
     Solve: solve_kernel,
     Slogdet: slogdet_kernel,
+    Eigh: eigh_kernel,
 }
 
 
@@ -338,7 +402,7 @@ def replace_op(op: Operation, kernel: LapackKernel, symbol: str, element: AnyFlo
 
 @dataclass(frozen=True)
 class TiduLowerLinalgPass(ModulePass):
-    """Lower the real factorisations and solves to LAPACK kernels (see the module)."""
+    """Lower real ``cholesky``/``triangular_solve``/``solve``/``slogdet`` to LAPACK kernels."""
 
     name = "tidu-lower-linalg"
 

@@ -1,8 +1,8 @@
 """LAPACK from native code (``passes/tidu_lower_linalg.py``, ``backend/lapack_symbols.py``).
 
-Under the ``CompiledExecutor`` the real ``cholesky``, ``triangular_solve``, ``solve`` and
-``slogdet`` are kernels calling scipy's routines, not library steps: a GP likelihood
-under ``@tc.function`` runs as native kernels only (contractions and layout changes
+Under the ``CompiledExecutor`` the real ``cholesky``, ``triangular_solve``, ``solve``,
+``slogdet`` and ``eigh`` are kernels calling scipy's routines, not library steps: a GP
+likelihood under ``@tc.function`` runs as native kernels only (contractions and layout changes
 aside), agrees with the reference executor, and a matrix that is not positive definite
 or is singular raises the library path's ``LinAlgError``. The object code names the
 routines (``tidu_lapack_lp64_*``), never their addresses, so a disk cache is shared by
@@ -32,7 +32,7 @@ from tidu_compile.compiler.plan import KernelStep, LibraryStep
 from tidu_compile.compiler.stages import RunOptions, tidu_context, walk
 from tidu_compile.executors.compiled import CompiledExecutor
 
-NATIVE_OPS = (ops.Cholesky, ops.TriangularSolve, ops.Solve, ops.Slogdet)
+NATIVE_OPS = (ops.Cholesky, ops.TriangularSolve, ops.Solve, ops.Slogdet, ops.Eigh)
 
 
 def _plans(executor: CompiledExecutor) -> list[Any]:
@@ -93,6 +93,7 @@ def _single(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:
         tnp.linalg.solve(a, b),
         tnp.linalg.cholesky(spd) @ b,
         tnp.sum(tnp.linalg.slogdet(batch)[1]) * b,
+        tnp.linalg.eigh(spd)[1] @ b,
     ]
     return sum(tnp.sum(t * t) for t in terms)
 
@@ -109,6 +110,9 @@ def _every_flag(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:
         tnp.linalg.cholesky(spd) @ b,
         tnp.sum(tnp.linalg.slogdet(batch)[1]) * b,
         tnp.sum(tnp.linalg.cholesky(batch @ tnp.swapaxes(batch, -1, -2))) * b,
+        tnp.linalg.eigh(spd)[0],
+        tnp.linalg.eigh(spd)[1] @ b,
+        tnp.linalg.eigh(batch @ tnp.swapaxes(batch, -1, -2))[1],
     ]
     return sum(tnp.sum(t * t) for t in terms)
 

@@ -91,6 +91,7 @@ class Eigh(LinalgOp):
     shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
     output_count = 2
+    status_error = "Eigenvalues did not converge"  # numpy's
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)

@@ -61,3 +61,22 @@ func.func @lu(%a: tensor<2x2x2xf32>, %b: tensor<2x2x2xf32>) -> (tensor<2xf32>, t
   %x = tidu.solve %a, %b : tensor<2x2x2xf32>, tensor<2x2x2xf32> -> tensor<2x2x2xf32>
   func.return %s, %d, %x : tensor<2xf32>, tensor<2xf32>, tensor<2x2x2xf32>
 }
+
+// -----
+
+// eigh: syevd('V' = 86, 'U') of a copy in %fws (n² + the fixed workspace 1 + 6n + 2n²,
+// two slots for the sign rule), iwork 3 + 5n words after the 8 arguments; each
+// eigenvector column written out transposed with its largest entry made positive.
+// CHECK-LABEL: func.func @spectrum(%a: tensor<2x2xf64>)
+// CHECK:         func.call @spectrum_lapack0(%{{.*}}) {tidu.status_output = 2 : i64, tidu.status_error = "Eigenvalues did not converge"} : (memref<2x2xf64>, memref<2xf64>, memref<2x2xf64>, memref<21xi32>, memref<27xf64>) -> ()
+// CHECK:       func.func @spectrum_lapack0(
+// CHECK:         arith.constant 86 : i32
+// CHECK:         func.call @tidu_lapack_lp64_dsyevd(
+// CHECK:         scf.for
+// CHECK:           math.absf
+// CHECK:           arith.cmpf ogt
+// CHECK:         func.func private @tidu_lapack_lp64_dsyevd(
+func.func @spectrum(%a: tensor<2x2xf64>) -> (tensor<2xf64>, tensor<2x2xf64>) {
+  %w, %v = tidu.eigh %a : tensor<2x2xf64> -> (tensor<2xf64>, tensor<2x2xf64>)
+  func.return %w, %v : tensor<2xf64>, tensor<2x2xf64>
+}
