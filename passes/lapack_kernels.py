@@ -20,6 +20,8 @@ transposes: a row-major ``A`` is LAPACK's ``Aᵀ``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from math import prod
 
 from xdsl.dialects import arith, func, ptr, scf
 from xdsl.dialects.builtin import (
@@ -33,7 +35,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-__all__ = ["LAPACK_SYMBOL_PREFIX", "Emitter", "declare_routine", "routine_symbol"]
+__all__ = [
+    "I32", "INDEX", "LAPACK_SYMBOL_PREFIX", "Buffers", "Emitter", "LapackKernel",
+    "declare_routine", "matrices", "routine", "routine_symbol",
+]  # fmt: skip
 
 LAPACK_SYMBOL_PREFIX = "tidu_lapack_lp64_"
 """The prefix of the external symbols of LAPACK/BLAS routines: ``tidu_lapack_lp64_dpotrf``
@@ -212,3 +217,34 @@ class Emitter:
             e.loop(0, k, element)
 
         self.loop(0, n, row)
+
+
+@dataclass(frozen=True)
+class Buffers:
+    """The kernel's pointers: operands, results, the i32 words, the element workspace."""
+
+    inputs: list[SSAValue]
+    outputs: list[SSAValue]
+    words: SSAValue
+    scratch: SSAValue
+
+
+@dataclass(frozen=True)
+class LapackKernel:
+    """How one op's kernel is made: its workspace sizes and its body."""
+
+    words: int  # i32 words of %iws (word 0: the status)
+    scratch: int  # elements of %fws
+    body: Callable[[Emitter, Buffers, ModuleOp], None]
+
+
+def matrices(shape: tuple[int, ...]) -> int:
+    """The matrices of a batch of ``shape`` (its leading extents' product)."""
+    return prod(shape[:-2])
+
+
+def routine(module: ModuleOp, e: Emitter, routine: str, arity: int) -> str:
+    """The symbol of ``routine`` for ``e``'s element type, declared in ``module``."""
+    symbol = routine_symbol(routine, e.element)
+    declare_routine(module, symbol, arity)
+    return symbol

@@ -1,12 +1,12 @@
 """LAPACK from native code (``passes/tidu_lower_linalg.py``, ``backend/lapack_symbols.py``).
 
 Under the ``CompiledExecutor`` the real ``cholesky``, ``triangular_solve``, ``solve``,
-``slogdet`` and ``eigh`` are kernels calling scipy's routines, not library steps: a GP
-likelihood under ``@tc.function`` runs as native kernels only (contractions and layout changes
-aside), agrees with the reference executor, and a matrix that is not positive definite
-or is singular raises the library path's ``LinAlgError``. The object code names the
-routines (``tidu_lapack_lp64_*``), never their addresses, so a disk cache is shared by
-processes.
+``slogdet``, ``eigh``, ``qr`` and ``svd`` are kernels calling scipy's routines, not
+library steps: a GP likelihood under ``@tc.function`` runs as native kernels only
+(contractions and layout changes aside), every op and flag agrees with the reference
+executor in value and gradient, and a matrix that is not positive definite or is
+singular raises the library path's ``LinAlgError``. The object code names the routines
+(``tidu_lapack_lp64_*``), never their addresses, so a disk cache is shared by processes.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from tidu_compile.compiler.plan import KernelStep, LibraryStep
 from tidu_compile.compiler.stages import RunOptions, tidu_context, walk
 from tidu_compile.executors.compiled import CompiledExecutor
 
-NATIVE_OPS = (ops.Cholesky, ops.TriangularSolve, ops.Solve, ops.Slogdet, ops.Eigh)
+NATIVE_OPS = (ops.Cholesky, ops.TriangularSolve, ops.Solve, ops.Slogdet, ops.Eigh, ops.Qr, ops.Svd)
 
 
 def _plans(executor: CompiledExecutor) -> list[Any]:
@@ -94,12 +94,14 @@ def _single(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:
         tnp.linalg.cholesky(spd) @ b,
         tnp.sum(tnp.linalg.slogdet(batch)[1]) * b,
         tnp.linalg.eigh(spd)[1] @ b,
+        *tnp.linalg.qr(b),
+        *tnp.linalg.svd(b, full_matrices=False),
     ]
     return sum(tnp.sum(t * t) for t in terms)
 
 
-def _every_flag(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:
-    """Each native op with each of its flags, and their derivatives (transposed solves)."""
+def _solves(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:
+    """Each solve with each of its flags, and their derivatives (transposed solves)."""
     terms = [
         tsl.solve_triangular(lower, b, lower=True),
         tsl.solve_triangular(tnp.transpose(lower), b, lower=False, trans=1),
@@ -110,16 +112,30 @@ def _every_flag(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:
         tnp.linalg.cholesky(spd) @ b,
         tnp.sum(tnp.linalg.slogdet(batch)[1]) * b,
         tnp.sum(tnp.linalg.cholesky(batch @ tnp.swapaxes(batch, -1, -2))) * b,
+    ]
+    return sum(tnp.sum(t * t) for t in terms)
+
+
+def _decompositions(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:
+    """eigh, qr and svd: square, tall, wide and batched, and their derivatives."""
+    terms = [
         tnp.linalg.eigh(spd)[0],
         tnp.linalg.eigh(spd)[1] @ b,
         tnp.linalg.eigh(batch @ tnp.swapaxes(batch, -1, -2))[1],
+        *tnp.linalg.qr(b),
+        *tnp.linalg.qr(batch),
+        *tnp.linalg.qr(lower),
+        *tnp.linalg.svd(a),
+        *tnp.linalg.svd(b, full_matrices=False),
+        *tnp.linalg.svd(tnp.transpose(b), full_matrices=False),
     ]
     return sum(tnp.sum(t * t) for t in terms)
 
 
 @pytest.mark.parametrize(("program", "dtype", "rtol"),
-                         [(_every_flag, "float64", 1e-9), (_single, "float32", 2e-3)],
-                         ids=["every_flag-float64", "float32"])  # fmt: skip
+                         [(_solves, "float64", 1e-9), (_decompositions, "float64", 1e-9),
+                          (_single, "float32", 2e-3)],
+                         ids=["solves-float64", "decompositions-float64", "float32"])  # fmt: skip
 def test_every_flag_agrees_with_the_reference(program: Any, dtype: str, rtol: float) -> None:
     rng = np.random.default_rng(1)
     n = 4

@@ -135,6 +135,7 @@ class Svd(LinalgOp):
     input_count = 1
     output_count = 3
     square: ClassVar[bool] = False
+    status_error = "SVD did not converge"  # numpy's
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
