@@ -161,7 +161,7 @@ def replace_op(op: Operation, kernel: LapackKernel, symbol: str, element: AnyFlo
 
 @dataclass(frozen=True)
 class TiduLowerLinalgPass(ModulePass):
-    """Lower real ``cholesky``/``triangular_solve``/``solve``/``slogdet`` to LAPACK kernels."""
+    """Lower the real factorisations and solves to kernels that call LAPACK."""
 
     name = "tidu-lower-linalg"
 

@@ -11,6 +11,7 @@ singular raises the library path's ``LinAlgError``. The object code names the ro
 
 from __future__ import annotations
 
+import ctypes
 import struct
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy
 from tidu_compile.passes import lapack_kernels
 from xdsl.parser import Parser
 
@@ -258,3 +260,19 @@ def test_a_disk_cached_lapack_kernel_runs_in_another_process(tmp_path: Path) -> 
     expected = float(np.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 3.0]])).sum())
     assert float(first) == pytest.approx(expected) and float(second) == pytest.approx(expected)
     assert int(fallbacks) == 0  # and the second process compiled nothing: forbidden
+
+
+def test_scipy_openblas_runs_one_thread_once_lapack_symbols_are_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The thread policy: one thread for scipy's OpenBLAS, set when the first LAPACK
+    kernel's symbols are bound (``TIDU_COMPILE_LAPACK_THREADS`` unset)."""
+    monkeypatch.delenv("TIDU_COMPILE_LAPACK_THREADS", raising=False)
+    monkeypatch.setattr(lapack_symbols, "_threads_set", [])
+    assert lapack_symbols.set_blas_threads(2)
+    lapack_symbols.bind_lapack_symbols(["tidu_lapack_lp64_dpotrf"])
+    libs = Path(scipy.__file__).resolve().parent.parent / "scipy.libs"
+    (library,) = libs.glob("*openblas*.so*")
+    threads = ctypes.CDLL(str(library)).scipy_openblas_get_num_threads
+    threads.restype = ctypes.c_int
+    assert threads() == 1
