@@ -92,8 +92,9 @@ class Emitter:
         return self.constants[key]
 
     def add(self, op: Operation) -> SSAValue:
+        """Append ``op`` (one result) and return its result."""
         self.block.add_op(op)
-        return op.results[0] if op.results else SSAValue.get(op)  # type: ignore[arg-type]
+        return op.results[0]
 
     def emit(self, op: Operation) -> None:
         self.block.add_op(op)
