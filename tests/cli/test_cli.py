@@ -266,7 +266,7 @@ def test_passes_prints_the_pass_specs_the_executor_runs(monkeypatch: pytest.Monk
     listing = run("passes").stdout
     for spec in specs:
         assert f"-p {spec}" in listing
-    assert ("tidu-lower-to-loops{chunked=true runtime_scales=true},"
+    assert ("tidu-lower-to-loops{chunked=true runtime_scales=true},tidu-lower-linalg,"
             "expand-math-polynomials{only_in_loops=true outline=true}") in specs
 
 

@@ -137,7 +137,8 @@ def _gp_negative_log_likelihood(x: tc.Tensor, y: tc.Tensor, log_scale: tc.Tensor
 
 def test_gp_marginal_likelihood_compiles_with_no_fallback() -> None:
     """Cholesky, cho_solve, solve_triangular and slogdet in one ``@tc.function``: its
-    forward and backward programs run natively with the factorisations as library steps."""
+    forward and backward programs run natively, the factorisations as LAPACK kernels
+    (``tests/compiler/test_lapack_kernels.py`` checks the plans)."""
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((12, 2)), rng.standard_normal(12)
     compiled = CompiledExecutor(False)

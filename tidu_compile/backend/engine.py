@@ -6,7 +6,8 @@ object to MCJIT it checks, under the engine lock, that
   * no global symbol of the object is already loaded (MCJIT would silently pick
     one of two same-named functions): :class:`DuplicateSymbolError`;
   * every undefined external symbol resolves, to an object loaded earlier or to
-    the process (libm, libmvec, ...): :class:`UnresolvedSymbolError` (MCJIT
+    the process (libm, libmvec, scipy's LAPACK bound by ``lapack_symbols``):
+    :class:`UnresolvedSymbolError` (MCJIT
     would finalize and then jump to address 0 at call time);
   * every requested symbol is defined by the object.
 
@@ -25,6 +26,7 @@ import llvmlite.binding as llvm
 from tidu_compile import forksafe
 
 from .elf import read_elf_symbols
+from .lapack_symbols import bind_lapack_symbols
 from .target import new_target_machine, vector_math_abi
 
 
@@ -84,6 +86,7 @@ class JitEngine:
             raise KeyError(f"symbol(s) not defined by the object: {', '.join(not_defined)}")
         if any(name.startswith("_ZGV") for name in undefined):
             vector_math_abi()  # loads libmvec.so.1 into the process
+        bind_lapack_symbols(undefined)  # scipy's routines, by this process's addresses
         with self._lock:
             engine = self._ensure_engine()
             duplicates = sorted(set(defined) & self._defined)

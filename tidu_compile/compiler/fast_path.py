@@ -28,7 +28,8 @@ of buffer 3)::
 A contraction is ``b2, = LIB0(a1, a0)`` (``plan.library_values``: numpy's BLAS into a
 recycled output); a kernel worth threads is ``CHUNKS0([...], [...])``
 (``parallel.ChunkedKernel``: on all threads or one, whichever has been faster); a
-chunked kernel run whole gets its row range ``0, N``.
+chunked kernel run whole gets its row range ``0, N``; a LAPACK kernel's status is
+``check_status(b5, E2)`` right after its call (``plan.check_status``).
 
 ``fast_call`` returns None when any argument differs from the plan's layout (the executor
 then takes its general path, which finds or compiles the right plan), so it never hands
@@ -46,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.compiler import parallel
-from tidu_compile.compiler.plan import BoundPlan, library_values, native_copy
+from tidu_compile.compiler.plan import BoundPlan, check_status, library_values, native_copy
 from tidu_compile.ops import Reshape
 
 __all__ = ["FastCall", "build_fast_call"]
@@ -71,7 +72,8 @@ def build_fast_call(
     ``(-1, key)`` (the saved value ``key``); ``unread`` lists saved inputs the plan does
     not read but whose ``(key, shape, dtype)`` must still match.
     """
-    constants: dict[str, Any] = {"ndarray": np.ndarray, "ptr": bound.to_argument}
+    constants: dict[str, Any] = {"ndarray": np.ndarray, "ptr": bound.to_argument,
+                                 "check_status": check_status}  # fmt: skip
     lines = ["def fast_call(seeds, saved):"]
     for index, ((seed, key), layout) in enumerate(zip(arg_sources, bound.arg_layouts, strict=True)):
         value = f"a{index}"
@@ -139,6 +141,9 @@ def _step_lines(
     if kernel.extent:
         pointers += ["0", str(kernel.extent)]  # the whole row range
     lines.append(f"    RUN{number}({', '.join(pointers)})")
+    if kernel.status_error:  # a LAPACK kernel: its info word, checked
+        constants[f"E{number}"] = kernel.status_error
+        lines.append(f"    check_status({outputs[kernel.status_output]}, E{number})")
     return lines
 
 

@@ -34,8 +34,8 @@ from tidu_compile.compiler.parallel import ChunkedKernel
 from tidu_compile.ops.base import TensorType, dtype_name
 
 __all__ = [
-    "BoundStep", "KernelStep", "LibraryStep", "Plan", "library_values", "native_buffer",
-    "native_copy",
+    "BoundStep", "KernelStep", "LibraryStep", "Plan", "check_status", "library_values",
+    "native_buffer", "native_copy",
 ]  # fmt: skip
 
 
@@ -80,6 +80,9 @@ class KernelStep:
     ``add``). ``work`` estimates
     its cost: the domain size times the operations of its loop body after the math
     functions are expanded (an exp is ~30 of them), halved for f32 (twice the lanes).
+    A LAPACK kernel (``passes/tidu_lower_linalg.py``) with a ``status_error`` leaves a
+    status in word 0 of its output ``status_output``: nonzero, ``check_status`` raises
+    ``numpy.linalg.LinAlgError`` with that text.
     """
 
     symbol: str
@@ -90,6 +93,16 @@ class KernelStep:
     partial_outputs: tuple[int, ...] = ()
     work: int = 0
     partial_combiners: tuple[str, ...] = ()
+    status_output: int = -1
+    status_error: str = ""
+
+
+def check_status(status: np.ndarray, error: str) -> None:
+    """Raise ``numpy.linalg.LinAlgError(error)`` when word 0 of ``status`` (a LAPACK
+    kernel's info) is nonzero (``{info}``: the word, ``{diagonal}``: word - 1)."""
+    info = int(status[0])
+    if info:
+        raise np.linalg.LinAlgError(error.format(info=info, diagonal=info - 1))
 
 
 @dataclass(frozen=True)
@@ -246,6 +259,8 @@ class BoundPlan:
                     self.chunked[kernel.symbol]([buffers[i] for i in inputs], results)
                 else:
                     runner(*[to_argument(buffers[i]) for i in inputs], *map(to_argument, results))
+                if kernel.status_error:
+                    check_status(results[kernel.status_output], kernel.status_error)
             else:
                 values = library_values(runner, specs, *[buffers[i] for i in inputs])
                 for index, value in zip(outputs, values, strict=True):

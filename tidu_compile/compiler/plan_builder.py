@@ -6,7 +6,8 @@ After ``tidu-lower-to-loops`` the node function is a straight-line sequence of::
     %p  = builtin.unrealized_conversion_cast -> alias (complex memref viewed as (re, im) pairs)
     %o  = memref.alloc()                     -> a fresh output buffer
     %lo = arith.constant 0 : index           -> (a chunked kernel's range: see its call)
-    func.call @node_k0(%m, ..., %o)          -> KernelStep (allocated buffers are outputs)
+    func.call @node_k0(%m, ..., %o)          -> KernelStep (allocated buffers are outputs;
+                                                a LAPACK kernel's tidu.status_* too)
     %t2 = bufferization.to_tensor %o         -> alias of a buffer
     %r  = tidu.<op> %a, %b                   -> LibraryStep (numpy between kernels)
     func.return %r, ...                      -> the plan's results
@@ -44,7 +45,9 @@ __all__ = [
 
 #: tidu ops that run as numpy library calls by design (BLAS, layout changes, scans,
 #: sorting, argmax and argmin: their primitives' ``library_call``); any other tidu op
-#: left outside a kernel is a fallback (the compiler could not lower it).
+#: left outside a kernel is a fallback (the compiler could not lower it). The real
+#: cholesky, triangular_solve, solve and slogdet are kernels (``tidu-lower-linalg``:
+#: LAPACK from native code) and never reach here; complex ones do, by design.
 LIBRARY_BY_DESIGN: tuple[type[Operation], ...] = tuple(
     op for primitive, op in tidu.OP_OF_PRIMITIVE.items() if primitive.library_call
 )
@@ -67,9 +70,14 @@ def _memref_type(value: SSAValue) -> TensorType:
     return TensorType(tuple(t.get_shape()), dtype_name(t.element_type))
 
 
-def _int_attribute(op: Operation, name: str) -> int:
+def _int_attribute(op: Operation, name: str, default: int = 0) -> int:
     attribute = op.attributes.get(name)
-    return attribute.value.data if isinstance(attribute, IntegerAttr) else 0
+    return attribute.value.data if isinstance(attribute, IntegerAttr) else default
+
+
+def _string_attribute(op: Operation, name: str) -> str:
+    attribute = op.attributes.get(name)
+    return attribute.data if isinstance(attribute, StringAttr) else ""
 
 
 def _int_list_attribute(op: Operation, name: str) -> list[int]:
@@ -176,6 +184,8 @@ def build_plan(module: ModuleOp, program: NodeProgram) -> Plan:
                     tuple(_int_list_attribute(op, "tidu.partial_outputs")),
                     _work(domain_size, kernel_sizes.get(symbol, 1), [types[b] for b in buffers]),
                     _string_list_attribute(op, "tidu.partial_combiners"),
+                    _int_attribute(op, "tidu.status_output", -1),
+                    _string_attribute(op, "tidu.status_error"),
                 )
             )
         elif isinstance(op, func.ReturnOp):

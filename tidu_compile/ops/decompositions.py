@@ -91,6 +91,7 @@ class Eigh(LinalgOp):
     shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
     output_count = 2
+    status_error = "Eigenvalues did not converge"  # numpy's
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
@@ -134,6 +135,7 @@ class Svd(LinalgOp):
     input_count = 1
     output_count = 3
     square: ClassVar[bool] = False
+    status_error = "SVD did not converge"  # numpy's
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)

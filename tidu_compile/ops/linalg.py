@@ -67,6 +67,10 @@ class LinalgOp(TensorOp):
     square: ClassVar[bool] = True
     #: The output slots whose derivative is zero wherever it exists (slogdet's sign).
     locally_constant_outputs: ClassVar[tuple[int, ...]] = ()
+    #: The ``numpy.linalg.LinAlgError`` text of a failed factorisation (``{info}``:
+    #: LAPACK's info, ``{diagonal}``: info - 1), shared by the library path and the
+    #: native one (``passes/tidu_lower_linalg.py``); "": the op cannot fail.
+    status_error: ClassVar[str] = ""
 
     def check_matrix(self, t: TensorType, argument: str = "input") -> tuple[int, int]:
         """``t`` is a (batch of) matrices of a float dtype; its last two extents."""
@@ -230,6 +234,7 @@ class TriangularSolve(_SolveBase):
     upper: bool = False
     transpose_a: bool = False
     unit_diagonal: bool = False
+    status_error = "singular matrix: resolution failed at diagonal {diagonal}"
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         def solve(a: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -259,6 +264,7 @@ class Solve(_SolveBase):
     a_shape: tuple[int, ...] = shape_of_operand(0)
     b_shape: tuple[int, ...] = shape_of_operand(1)
     transpose_a: bool = False
+    status_error = "Singular matrix"
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         a, rhs = arrays
@@ -278,6 +284,7 @@ class Cholesky(LinalgOp):
 
     shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
+    status_error = "cholesky: the matrix is not positive definite (LAPACK potrf info {info})"
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
@@ -293,9 +300,7 @@ class Cholesky(LinalgOp):
         def factor(m: np.ndarray) -> np.ndarray:
             lower, info = potrf(m, lower=1, clean=1)
             if info:
-                raise np.linalg.LinAlgError(
-                    f"cholesky: the matrix is not positive definite (LAPACK potrf info {info})"
-                )
+                raise np.linalg.LinAlgError(self.status_error.format(info=info))
             return lower  # type: ignore[no-any-return]
 
         return (batched(factor, a.shape, a),)

@@ -1,0 +1,171 @@
+"""The LAPACK kernels of the solves: ``cholesky`` (``potrf``), ``triangular_solve``
+(``trsm``), ``solve`` (``getrf`` + ``getrs``) and ``slogdet`` (``getrf``).
+
+Each ``*_kernel(op)`` gives the workspace sizes and the body of the op's kernel
+(``tidu-lower-linalg`` makes the function and the call). A row-major matrix is
+LAPACK's column-major transpose: a row-major lower factor is ``potrf('U')`` of the same
+memory; ``op(A) X = B`` with ``n x k`` row-major ``B`` is ``Xᵀ op(A)ᵀ = Bᵀ``, ``trsm``
+from the right; ``solve`` is ``getrf`` of ``Aᵀ`` and ``getrs`` with the transpose
+flipped, ``B`` copied to column-major order and back; ``slogdet`` reads ``det Aᵀ =
+det A`` off ``getrf``'s diagonal and pivots.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+
+from tidu_compile.ops.linalg import Cholesky, Slogdet, Solve, TriangularSolve
+
+from .lapack_kernels import I32, INDEX, Buffers, Emitter, LapackKernel, matrices, routine
+
+__all__ = [
+    "cholesky_kernel", "slogdet_kernel", "solve_kernel", "triangular_solve_kernel",
+]  # fmt: skip
+
+
+def cholesky_kernel(op: Cholesky) -> LapackKernel:
+    """``L = A`` then ``potrf('U', n, L, lda, info)`` per matrix; the strict upper
+    triangle (row-major) zeroed, as numpy's factor."""
+    n = op.shape[-1]
+    size = n * n
+
+    def body(e: Emitter, b: Buffers, module: ModuleOp) -> None:
+        potrf = routine(module, e, "potrf", 5)
+        w = b.words
+        e.store_words(w, {0: 0, 1: n, 2: max(1, n), 3: "U"})
+        source, factor = b.inputs[0], b.outputs[0]
+
+        def matrix(e: Emitter, m: SSAValue) -> None:
+            base = e.mul(m, e.index(size))
+            e.copy(source, factor, base, size)
+            e.call(potrf, [e.word(w, 3), e.word(w, 1), e.element_at(factor, base),
+                           e.word(w, 2), e.word(w, 4)])  # fmt: skip
+            e.keep_first_status(w, 4)
+
+            def row(e: Emitter, i: SSAValue) -> None:
+                start = e.plus(base, e.mul(i, e.index(n)))
+                e.loop(e.plus(i, e.index(1)), n,
+                       lambda e, j: e.store(e.real(0.0), factor, e.plus(start, j)))  # fmt: skip
+
+            e.loop(0, n, row)
+
+        e.each(matrices(op.shape), matrix)
+
+    return LapackKernel(5, 1, body)
+
+
+def triangular_solve_kernel(op: TriangularSolve) -> LapackKernel:
+    """``X = B`` then ``trsm('R', uplo, op, diag, k, n, 1, A, lda, X, ldb)`` per matrix
+    (``Xᵀ op(A)ᵀ = Bᵀ``); an exact zero on a non-unit diagonal is the status (1-based
+    index, as ``trtrs``)."""
+    n, k = op.b_shape[-2:]
+    size_a, size_b = n * n, n * k
+
+    def body(e: Emitter, b: Buffers, module: ModuleOp) -> None:
+        trsm = routine(module, e, "trsm", 11)
+        w = b.words
+        e.store_words(w, {0: 0, 1: "R", 2: "L" if op.upper else "U",
+                          3: "T" if op.transpose_a else "N", 4: "U" if op.unit_diagonal else "N",
+                          5: k, 6: n, 7: max(1, n), 8: max(1, k)})  # fmt: skip
+        e.store(e.real(1.0), b.scratch, e.index(0))
+        a, rhs, x = b.inputs[0], b.inputs[1], b.outputs[0]
+
+        def matrix(e: Emitter, m: SSAValue) -> None:
+            base_a, base_x = e.mul(m, e.index(size_a)), e.mul(m, e.index(size_b))
+            e.copy(rhs, x, base_x, size_b)
+            if not op.unit_diagonal:
+                e.loop(0, n, lambda e, i: _zero_diagonal_status(e, a, base_a, i, n, w))
+            e.call(trsm, [e.word(w, 1), e.word(w, 2), e.word(w, 3), e.word(w, 4),
+                          e.word(w, 5), e.word(w, 6), b.scratch, e.element_at(a, base_a),
+                          e.word(w, 7), e.element_at(x, base_x), e.word(w, 8)])  # fmt: skip
+
+        e.each(matrices(op.a_shape), matrix)
+
+    return LapackKernel(9, 1, body)
+
+
+def _zero_diagonal_status(e: Emitter, a: SSAValue, base: SSAValue, i: SSAValue, n: int,
+                          w: SSAValue) -> None:  # fmt: skip
+    """``status = i + 1`` where ``A[i, i] == 0`` and no status is set yet."""
+    diagonal = e.load(a, e.plus(base, e.mul(i, e.index(n + 1))))
+    zero = e.add(arith.CmpfOp(diagonal, e.real(0.0), "oeq"))
+    status = e.load_word(w, 0)
+    unset = e.add(arith.CmpiOp(status, e.i32(0), "eq"))
+    first = e.add(arith.AndIOp(zero, unset))
+    position = e.add(arith.AddiOp(e.add(arith.IndexCastOp(i, I32)), e.i32(1)))
+    e.store_word(e.add(arith.SelectOp(first, position, status)), w, 0)
+
+
+def solve_kernel(op: Solve) -> LapackKernel:
+    """``LU = A`` (``%fws[0, n²)``), ``getrf``; ``C = B`` column-major (``%fws[n², ...)``),
+    ``getrs`` (``'T'`` for ``A X = B``: LAPACK holds ``Aᵀ``), ``X = C`` row-major."""
+    n, k = op.b_shape[-2:]
+    size_a, size_b = n * n, n * k
+
+    def body(e: Emitter, b: Buffers, module: ModuleOp) -> None:
+        getrf = routine(module, e, "getrf", 6)
+        getrs = routine(module, e, "getrs", 9)
+        w, lu = b.words, b.scratch
+        e.store_words(w, {0: 0, 1: n, 2: k, 3: max(1, n), 4: max(1, n),
+                          6: "N" if op.transpose_a else "T"})  # fmt: skip
+        a, rhs, x = b.inputs[0], b.inputs[1], b.outputs[0]
+        columns = e.element_at(lu, e.index(size_a))
+
+        def matrix(e: Emitter, m: SSAValue) -> None:
+            base_a, base_x = e.mul(m, e.index(size_a)), e.mul(m, e.index(size_b))
+            e.copy_to(a, base_a, lu, e.index(0), size_a)
+            pivots = e.word(w, 7)
+            e.call(getrf, [e.word(w, 1), e.word(w, 1), lu, e.word(w, 3), pivots, e.word(w, 5)])
+            e.keep_first_status(w, 5)
+            e.transpose(rhs, base_x, columns, n, k, to_columns=True)
+            e.call(getrs, [e.word(w, 6), e.word(w, 1), e.word(w, 2), lu, e.word(w, 3), pivots,
+                           columns, e.word(w, 4), e.word(w, 5)])  # fmt: skip
+            e.transpose(x, base_x, columns, n, k, to_columns=False)
+
+        e.each(matrices(op.a_shape), matrix)
+
+    return LapackKernel(7 + n, size_a + size_b, body)
+
+
+def slogdet_kernel(op: Slogdet) -> LapackKernel:
+    """``LU = A``, ``getrf``; ``sign = Π sign(u_ii) (-1)^(ipiv_i != i)``, ``log|det| =
+    Σ log|u_ii|`` (an exact zero pivot: sign 0, -inf, as numpy; no status)."""
+    n = op.shape[-1]
+    size = n * n
+
+    def body(e: Emitter, b: Buffers, module: ModuleOp) -> None:
+        getrf = routine(module, e, "getrf", 6)
+        w, lu = b.words, b.scratch
+        e.store_words(w, {0: 0, 1: n, 2: max(1, n)})
+        a, sign, logdet = b.inputs[0], b.outputs[0], b.outputs[1]
+
+        def matrix(e: Emitter, m: SSAValue) -> None:
+            e.copy_to(a, e.mul(m, e.index(size)), lu, e.index(0), size)
+            e.call(getrf, [e.word(w, 1), e.word(w, 1), lu, e.word(w, 2), e.word(w, 4),
+                           e.word(w, 3)])  # fmt: skip
+            e.store(e.real(1.0), sign, m)
+            e.store(e.real(0.0), logdet, m)
+            e.loop(0, n, lambda e, i: _pivot_factor(e, lu, w, sign, logdet, m, i, n))
+
+        e.each(matrices(op.shape), matrix)
+
+    return LapackKernel(4 + n, size, body)
+
+
+def _pivot_factor(e: Emitter, lu: SSAValue, w: SSAValue, sign: SSAValue, logdet: SSAValue,
+                  m: SSAValue, i: SSAValue, n: int) -> None:  # fmt: skip
+    """``sign[m] *= ±sign(u_ii)``, ``logdet[m] += log|u_ii|``."""
+    u = e.load(lu, e.mul(i, e.index(n + 1)))
+    one, zero = e.real(1.0), e.real(0.0)
+    negative = e.add(arith.CmpfOp(u, zero, "olt"))
+    positive = e.add(arith.CmpfOp(u, zero, "ogt"))
+    minus_one = e.add(arith.NegfOp(one))
+    unit = e.add(arith.SelectOp(positive, one, e.add(arith.SelectOp(negative, minus_one, zero))))
+    pivot = e.add(arith.IndexCastOp(e.load_word_at(w, 4, i), INDEX))
+    swapped = e.add(arith.CmpiOp(pivot, e.plus(i, e.index(1)), "ne"))
+    factor = e.add(arith.SelectOp(swapped, e.add(arith.NegfOp(unit)), unit))
+    e.store(e.add(arith.MulfOp(e.load(sign, m), factor)), sign, m)
+    magnitude = e.add(math.LogOp(e.add(math.AbsFOp(u))))
+    e.store(e.add(arith.AddfOp(e.load(logdet, m), magnitude)), logdet, m)
