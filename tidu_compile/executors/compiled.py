@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,8 @@ from tidu_compile.compiler.program import (
     node_program,
     saved_value_order,
 )
-from tidu_compile.eager import BackwardExecutor, RecordedGraph
+from tidu_compile.eager import BackwardExecutor, RecordedGraph, Trace
+from tidu_compile.executors.capture import TapeCapture
 from tidu_compile.executors.node_plans import (
     REFERENCE_ONLY,
     CompiledPlan,
@@ -133,6 +134,7 @@ class CompiledExecutor(BackwardExecutor):
         memory_bytes: int | None = 256 << 20,
         forbid_compile: bool = False,
         background: bool | None = None,
+        capture: bool = True,
     ) -> None:
         if cache_dir is True or not (
             cache_dir is None or cache_dir is False or isinstance(cache_dir, str | os.PathLike)
@@ -161,6 +163,8 @@ class CompiledExecutor(BackwardExecutor):
         self.tiered = Tiered(self.artifacts, self._compile_here)
         #: ``run_graph``'s plans by (graph structure, input types).
         self._graph_plans: dict[Hashable, Any] = {}
+        #: Whole-tape programs (``executors.capture``); None with ``capture=False``.
+        self.capture = TapeCapture.of(self, CompiledExecutor) if capture else None
 
     # ---------------------------------------------------------------- protocol
 
@@ -196,6 +200,19 @@ class CompiledExecutor(BackwardExecutor):
             self._entries_by_graph.clear()  # graph objects come and go: keep the index bounded
         self._entries_by_graph[(id(graph), slots)] = entry
         return entry.linear
+
+    def run_tape(
+        self,
+        output_key: ValueKey,
+        output_trace: Trace,
+        seed: Any,
+        ctx: Any,
+        wanted: Container[ValueKey] | None,
+    ) -> dict[ValueKey, Any] | None:
+        """The whole sweep as one program once the tape's structure was seen before
+        and its program is compiled (``executors.capture``), else None: node by node."""
+        capture = self.capture
+        return None if capture is None else capture.run(output_key, output_trace, seed, ctx, wanted)
 
     def execute_forward(
         self, graph: PrimitiveGraph, initial_data: Mapping[ValueKey, Any]
