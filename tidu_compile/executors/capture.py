@@ -34,6 +34,7 @@ from collections.abc import Container, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tidu_compile.compiler.fast_path import build_fast_call
 from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import (
     MissingSavedValue,
@@ -69,6 +70,8 @@ class _Layout:
     entries: tuple[NodeEntry, ...]
     #: Per input signature: a ``_Captured``, a ``_Pending`` or ``REFERENCE_ONLY``.
     plans: dict[Hashable, Any] = field(default_factory=dict)
+    #: The ``_Captured`` run last: tried first.
+    last: Any = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +81,9 @@ class _Captured:
     plan: BoundPlan
     args: tuple[int, ...]  # per saved argument: its index among the layout's values
     results: tuple[Address, ...]
+    #: ``fast((seed,), values)``: the plan as straight-line code (``compiler.fast_path``)
+    #: over the layout's values by index; None when they do not fit it exactly.
+    fast: Any
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,6 +198,11 @@ class TapeCapture:
         saved = [tape.nodes[p].saved_values for p, _ in layout.reads]
         values = [d.get(k) for d, (_, order) in zip(saved, layout.reads, strict=True)
                   for k in order]  # fmt: skip
+        last = layout.last
+        if last is not None and last.fast is not None:  # its fast call checks the types
+            outputs = last.fast((seed,), dict(enumerate(values)))
+            if outputs is not None:
+                return self._results(tape, last, seed, outputs)
         try:
             signature = (
                 (seed.shape, seed.dtype),
@@ -204,16 +215,21 @@ class TapeCapture:
             captured = self._obtain(tape, layout, signature, captured, seed, values, ctx)
         if type(captured) is not _Captured:
             return None
-        return self._run(tape, captured, seed, values)
+        if captured.fast is not None:
+            layout.last = captured
+        outputs = captured.plan.run(
+            [seed, *[values[i] for i in captured.args]], check=False
+        )
+        return self._results(tape, captured, seed, outputs)
 
-    def _run(
-        self, tape: _Tape, captured: _Captured, seed: Any, values: Sequence[Any]
+    def _results(
+        self, tape: _Tape, captured: _Captured, seed: Any, outputs: Sequence[Any]
     ) -> dict[ValueKey, Any]:
-        """Run the captured program; its results by the tape's keys."""
+        """The captured program's ``outputs`` by the tape's keys; the counters."""
         stats = self.executor.stats
         stats.captured_runs += 1
+        stats.memory_hits += 1  # the program was found in memory
         stats.fallbacks += captured.plan.plan.fallback_count
-        outputs = captured.plan.run([seed, *[values[i] for i in captured.args]], check=False)
         cotangents: dict[ValueKey, Any] = {tape.nodes[0].output_keys[tape.root_slot]: seed}
         for address, value in zip(captured.results, outputs, strict=True):
             if address[0] == "leaf":
@@ -281,10 +297,12 @@ class TapeCapture:
             except (UnsupportedNode, MissingSavedValue, CompileForbiddenError, ValueError,
                     TypeError):  # fmt: skip
                 found = REFERENCE_ONLY  # the per-node path runs (and raises what it must)
-            layout.plans[signature] = captured = self._captured(found, built, layout)
+            layout.plans[signature] = captured = self._captured(found, built, layout, values)
             return captured
 
-    def _captured(self, found: Any, built: TapeProgram, layout: _Layout) -> Any:
+    def _captured(
+        self, found: Any, built: TapeProgram, layout: _Layout, values: Sequence[Any]
+    ) -> Any:
         """``found`` (what compiling ``built`` gave) as what ``layout.plans`` keeps."""
         if found is REFERENCE_ONLY:
             return REFERENCE_ONLY
@@ -292,7 +310,15 @@ class TapeCapture:
             return _Pending(found, built)
         self.executor.stats.captured += 1
         args = tuple(layout.offsets[p] + i for p, i in built.saved)
-        return _Captured(found[1], args, built.results)
+        bound = found[1]
+        fast = None
+        if all(v is not None for v in values):  # the fast call cannot check absence
+            # Every value's type is in the program's key: it checks the unread ones too.
+            read = set(args)
+            unread = tuple((i, v.shape, v.dtype) for i, v in enumerate(values) if i not in read)
+            sources = ((0, None), *((-1, i) for i in args))
+            fast = build_fast_call(bound, sources, unread).function
+        return _Captured(bound, args, built.results, fast)
 
     def _wanted(self, tape: _Tape) -> Any:
         chosen = tape.wanted

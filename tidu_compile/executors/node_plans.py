@@ -46,7 +46,8 @@ class ExecutorStats:
     background_runs: int = 0
     #: Whole-tape programs that took over a tape structure's backward (``executors.capture``).
     captured: int = 0
-    #: Backward sweeps run by one of them (each instead of one run per node).
+    #: Backward sweeps run by one of them (each instead of one run per node; each also
+    #: counts as one of ``memory_hits``).
     captured_runs: int = 0
     compile_seconds: float = 0.0
     #: Time spent reading disk hits and loading their object code (not compiling).

@@ -168,7 +168,9 @@ class _LeavesAndRetained:
         self.retained = {t._key for t in list(RETAINS_GRAD)}
 
     def __contains__(self, key: object) -> bool:
-        return key in LEAVES or key in self.retained
+        # LEAVES.data: the weak dictionary's own dict (a C lookup; a leaf that just died
+        # may still be in it, which costs one unread cotangent at most)
+        return key in LEAVES.data or key in self.retained  # type: ignore[attr-defined]
 
 
 def _chosen_inputs(inputs: Tensor | Sequence[Tensor] | None) -> list[Tensor] | None:
