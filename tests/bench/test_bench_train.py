@@ -42,8 +42,10 @@ def test_tidu_trains_like_sgd_by_hand(runner: str) -> None:
     assert result["first_loss"] == pytest.approx(expected[0], rel=1e-4)
     assert result["final_loss"] == pytest.approx(expected[-1], rel=1e-3)
     assert result["final_loss"] < result["first_loss"]
-    # the sixth step repeats the first batch size: nothing new to compile
-    assert result["compiles"] == result["compiles_after_first_cycle"]
+    # the sixth step repeats the first batch size: nothing new to compile but, per-op, the
+    # tape's whole-backward program (its first backward ran node by node: executors.capture)
+    captured = 1 if runner == "tidu per-op" else 0
+    assert result["compiles"] <= result["compiles_after_first_cycle"] + captured
 
 
 def test_train_bench_runs_fresh_processes_and_reports(

@@ -54,6 +54,9 @@ __all__ = ["MAX_NODES", "TapeCapture"]
 #: Tapes with more nodes run node by node (a program that large compiles for long).
 MAX_NODES = 256
 
+#: Programs kept per tape structure (one per set of input types: batch sizes).
+_MAX_SIGNATURES = 64
+
 #: A structure seen once: its next backward builds the layout.
 _SEEN_ONCE = object()
 
@@ -296,7 +299,12 @@ class TapeCapture:
                     found = executor._guarded(lambda: executor.tiered.collect(pending.submitted))
             except (UnsupportedNode, MissingSavedValue, CompileForbiddenError, ValueError,
                     TypeError):  # fmt: skip
-                found = REFERENCE_ONLY  # the per-node path runs (and raises what it must)
+                # the per-node path runs (and raises what it must)
+                layout.plans[signature] = REFERENCE_ONLY
+                return REFERENCE_ONLY
+            if len(layout.plans) >= _MAX_SIGNATURES:
+                layout.plans.clear()  # bounded; a signature met again is found on disk
+                layout.last = None
             layout.plans[signature] = captured = self._captured(found, built, layout, values)
             return captured
 
