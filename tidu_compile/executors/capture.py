@@ -114,9 +114,11 @@ def _node_entry(
 ) -> NodeEntry:
     """``graph``'s memoized linearization for ``slots`` in ``executor`` (a friend of this
     module), with the keys of its retained values learned from ``saved``."""
-    entry: NodeEntry = executor._entries_by_linear[
-        id(executor.linearize_recorded_graph(graph, slots, ctx))
-    ]
+    with executor._lock:  # no other thread evicts the linearization meanwhile
+        linear = executor.linearize_recorded_graph(graph, slots, ctx)
+        entry: NodeEntry | None = executor._entries_by_linear.get(id(linear))
+    if entry is None or entry.linear is not linear:  # evicted at once (a tiny cache)
+        raise UnsupportedNode(f"{graph!r}: its linearization was evicted")
     if saved is not None and not entry.retained_known:
         executor._learn_retained(entry, saved)
     return entry
@@ -197,7 +199,10 @@ class TapeCapture:
             with self.executor._lock:  # one layout per structure, whichever thread makes it
                 layout = self.layouts.get(tape.key)
                 if layout is _SEEN_ONCE or layout is None:
-                    layout = self.layouts[tape.key] = self._layout(tape, ctx)
+                    try:
+                        layout = self.layouts[tape.key] = self._layout(tape, ctx)
+                    except UnsupportedNode:
+                        return None  # node by node; tried again next time
         saved = [tape.nodes[p].saved_values for p, _ in layout.reads]
         values = [d.get(k) for d, (_, order) in zip(saved, layout.reads, strict=True)
                   for k in order]  # fmt: skip

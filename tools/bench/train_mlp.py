@@ -9,7 +9,9 @@ the table prints what each reports):
 
 * ``torch eager``: ``torch.optim.SGD`` on torch tensors;
 * ``tidu per-op``: the same program on ``tc.tensor``s with ``tc.optim.SGD``: the eager
-  tape, each backward on the default ``CompiledExecutor`` (whole-backward capture on);
+  tape, each backward on a ``CompiledExecutor`` (whole-backward capture on: from the
+  second step on, one program per backward);
+* ``tidu per-op, capture=False``: the same, node by node;
 * ``tidu @tc.function``: the loss wrapped in ``tc.function`` (one tape node).
 
 Each runner has two phases: *cold*, the first ``STEPS`` steps, for tidu on a new
@@ -43,7 +45,7 @@ BATCHES = 8
 #: Steps between the phases (tidu: after ``wait_for_background``), the same for all.
 SETTLE_STEPS = 2
 LEARNING_RATE = 1e-4
-RUNNERS = ("torch eager", "tidu per-op", "tidu @tc.function")
+RUNNERS = ("torch eager", "tidu per-op", "tidu per-op, capture=False", "tidu @tc.function")
 MARKER = "@@train-mlp "
 #: Environment variables that pin the thread pools (set before numpy is imported).
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -91,10 +93,11 @@ def _torch_phases(seed: int) -> tuple[Phase, dict[str, Any]]:
     return phase, {"torch_threads": torch.get_num_threads(), "torch": torch.__version__}
 
 
-def _tidu_phases(seed: int, composite: bool, cache_dir: str) -> tuple[Phase, Any]:
+def _tidu_phases(seed: int, runner: str, cache_dir: str) -> tuple[Phase, Any]:
     import tidu_compile as tc
 
-    executor = tc.CompiledExecutor(cache_dir)
+    composite = "@tc.function" in runner
+    executor = tc.CompiledExecutor(cache_dir, capture="capture=False" not in runner)
     tc.set_default_executor(executor)
     arrays, data = make_data(seed)
     params = [tc.tensor(p, requires_grad=True) for p in arrays]
@@ -144,7 +147,7 @@ def train_all(steps: int = STEPS, seed: int = 0) -> dict[str, Any]:
         rows.append({"runner": "torch eager", "cold": cold, "warm": warm, "final_loss": loss})
     for runner in RUNNERS[1:]:
         with tempfile.TemporaryDirectory(prefix="tidu-train-mlp-") as cache:
-            phase, executor = _tidu_phases(seed, "@tc.function" in runner, cache)
+            phase, executor = _tidu_phases(seed, runner, cache)
             cold, _ = _timed(phase, steps)
             executor.wait_for_background()
             phase(SETTLE_STEPS)  # what the workers compiled is collected
@@ -182,14 +185,14 @@ def format_mlp(document: dict[str, Any]) -> str:
     lines = [
         f"MLP {'-'.join(map(str, document['sizes']))} f32, batch {document['batch']}, "
         f"{document['steps']} SGD steps per phase, one process; threads: {machine}",
-        f"{'runner':20}{'cold':>9}{'/torch':>8}{'warm':>9}{'/torch':>8}"
+        f"{'runner':28}{'cold':>9}{'/torch':>8}{'warm':>9}{'/torch':>8}"
         f"{'compiles':>10}{'captured':>10}{'fallbacks':>11}{'final loss':>12}",
     ]
     for name, row in rows.items():
         ratios = [f"{row[p] / torch_row[p]:.2f}" if p in torch_row else "-"
                   for p in ("cold", "warm")]  # fmt: skip
         lines.append(
-            f"{name:20}{row['cold']:>7.3f} s{ratios[0]:>8}{row['warm']:>7.3f} s{ratios[1]:>8}"
+            f"{name:28}{row['cold']:>7.3f} s{ratios[0]:>8}{row['warm']:>7.3f} s{ratios[1]:>8}"
             f"{row.get('compiles', '-'):>10}{row.get('captured', '-'):>10}"
             f"{row.get('fallbacks', '-'):>11}{row['final_loss']:>12.5g}"
         )
