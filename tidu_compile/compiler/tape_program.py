@@ -6,12 +6,14 @@ adding the cotangents that reach one value. ``tape_program`` does the same walk 
 build time over value ids instead of arrays: each node's program is renumbered into one
 SSA program whose instructions read the accumulated cotangents as its seeds, and each
 addition of two cotangents becomes an ``Add`` instruction, in ``backward``'s order (so
-the sums round as the per-node path's do). For ``sum(exp(x) * y)`` with two nodes::
+the sums round as the per-node path's do). For ``sum(exp(x) * y)`` (two nodes, the
+gradient of ``x`` wanted)::
 
-    program(seed0: float64, saved0: 3:float64, saved1: 3:float64, saved2: 3:float64) {
-      v4 = BroadcastInDim(shape=(3,), broadcast_dimensions=())(v0)   # ReduceSum's VJP
-      v5 = Mul()(v4, v3)                                             # Mul's: ct * y
-      v6 = Exp()(v1)                                                 # Exp's: ct * exp(x)
+    program(seed0: ():float64, saved0: 3:float64, saved1: 3:float64) {
+      v3 = BroadcastInDim(shape=(3,), broadcast_dimensions=(), operand_shape=())(v0)
+      v4 = Conj()(v1)                      # ReduceSum's VJP, then Mul's: ct * conj(y)
+      v5 = Mul()(v3, v4)
+      v6 = Conj()(v2)                      # Exp's: ct * conj(exp(x)), from the saved exp
       v7 = Mul()(v5, v6)
       return (v7,)
     }
@@ -30,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tidu_compile import ops
-from tidu_compile.compiler.program import compilable
+from tidu_compile.compiler.program import UnsupportedNode, compilable, prune_results
 from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram
 from tidu_compile.ops.base import TensorType
 
@@ -141,4 +143,13 @@ def tape_program(
     results = tuple(a for a in values if a != ("out", 0, root_slot) and wanted(a))
     sources = (ArgSource("seed", 0), *(ArgSource("saved", i) for i in range(len(saved))))
     whole = NodeProgram(sources, tuple(types), tuple(instrs), tuple(values[a] for a in results))
-    return TapeProgram(compilable(whole), tuple(saved), results)
+    # What no result reads goes (the cotangents of values nobody wants, their arguments),
+    # and the saved arguments left are numbered again in order.
+    whole = prune_results(whole, [True] * len(results))
+    refs = tuple(saved)
+    kept = tuple(refs[s.index] for s in whole.arg_sources if s.kind == "saved")
+    renumbered = (ArgSource("seed", 0), *(ArgSource("saved", i) for i in range(len(kept))))
+    if whole.arg_sources[:1] != (ArgSource("seed", 0),):
+        raise UnsupportedNode("the tape's cotangents do not depend on its seed")
+    whole = NodeProgram(renumbered, whole.types, whole.instrs, whole.results)
+    return TapeProgram(compilable(whole), kept, results)

@@ -12,7 +12,9 @@ Per node, the first call with given input types builds the node's backward progr
    before for another program (another batch size) is lowered and reuses their object
    code (``compiler.artifacts``, ``compiler.kernel_code``);
 4. with ``background=True`` a node that must be compiled runs on the reference path
-   while a worker process compiles it (``compiler.background``).
+   while a worker process compiles it (``compiler.background``);
+5. a tape whose structure was seen before runs as one program (``run_tape``,
+   ``executors.capture``), unless ``capture=False``.
 
 ``execute_forward`` computes nothing: residuals are recomputed inside the kernels from
 the saved data (or read from values the tape retained). A node some of whose inputs
