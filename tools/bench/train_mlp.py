@@ -18,9 +18,10 @@ Each runner has two phases: *cold*, the first ``STEPS`` steps, for tidu on a new
 ``CompiledExecutor`` with an empty cache directory of its own and default background
 compilation (nodes run on the reference path until a worker has compiled them); and
 *warm*, ``STEPS`` more steps after ``wait_for_background()`` and ``SETTLE_STEPS`` more
-(torch: the same steps). The ratios are to torch's same phase. The batches
-(``BATCHES`` distinct ones, cycled) are made before the clock starts, as tensors of
-each framework.
+(torch: the same steps). The ratios are to torch's same phase (the first tidu runner
+also pays the process's one-time start: the workers importing the compiler). The
+batches (``BATCHES`` distinct ones, cycled) are made before the clock starts, as
+tensors of each framework.
 """
 
 from __future__ import annotations
