@@ -28,7 +28,7 @@ later pass through them raises.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Container, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -58,6 +58,7 @@ __all__ = [
     "free_graph",
     "note_change",
     "upstream_nodes",
+    "visiting_order",
 ]
 
 
@@ -332,7 +333,7 @@ def note_change(holder: Any) -> None:
 
 def free_graph(output_trace: Trace) -> None:
     """Free the saved data of ``output_trace`` and of every node it depends on."""
-    for node in _visiting_order(output_trace):
+    for node in visiting_order(output_trace):
         node.free()
 
 
@@ -431,6 +432,21 @@ class BackwardExecutor(ABC):
         """
         return self.run_transposed_linear(linear, cotangent_out, external_data, ctx)
 
+    def run_tape(
+        self,
+        output_key: ValueKey,
+        output_trace: Trace,
+        seed: Any,
+        ctx: Any,
+        wanted: Container[ValueKey] | None,
+    ) -> dict[ValueKey, Any] | None:
+        """The whole sweep at once: ``backward``'s result for the tape under
+        ``output_trace`` (at least the cotangents of the ``wanted`` keys reached; all of
+        them when None), or None to let ``backward`` visit the nodes one by one (the
+        default). A compiling executor runs a tape it has seen before as one program
+        (``executors.capture``; a tidu_compile addition to tidu's protocol)."""
+        return None
+
     def run_graph(self, graph: RecordedGraph, inputs: Sequence[Any]) -> list:
         """The values of ``graph``'s outputs for one value per input (forward mode and
         higher order evaluate derived graphs with it). The default evaluates op by op
@@ -453,8 +469,9 @@ def upstream_nodes(roots: Sequence[Trace]) -> list[Trace]:
     return order
 
 
-def _visiting_order(output_trace: Trace) -> tuple[Trace, ...]:
-    """``output_trace`` and the nodes it depends on, consumers first; cached on the node
+def visiting_order(output_trace: Trace) -> tuple[Trace, ...]:
+    """``output_trace`` and the nodes it depends on, consumers first (``backward``'s
+    order); cached on the node
     (without itself: a node never references itself, so no reference cycle)."""
     upstream = output_trace.upstream
     if upstream is None:
@@ -501,11 +518,15 @@ def backward(
     seed: Any,
     executor: BackwardExecutor,
     ctx: Any = None,
+    wanted: Container[ValueKey] | None = None,
 ) -> dict[ValueKey, Any]:
     """Reverse-mode sweep from ``output_key`` seeded with ``seed``.
 
     Returns the accumulated cotangent of every tape value reached that requires
-    gradients (including ``output_key`` itself), keyed by tape value key.
+    gradients (including ``output_key`` itself), keyed by tape value key. ``wanted``
+    (a tidu_compile addition): the keys the caller reads; the result may then leave the
+    others out (an executor that runs the whole tape at once computes only those:
+    ``BackwardExecutor.run_tape``).
     """
     if not isinstance(executor, BackwardExecutor):
         raise TypeError(f"executor: expected a BackwardExecutor, got {type(executor).__name__}")
@@ -521,12 +542,15 @@ def backward(
     if output_key not in output_trace.output_keys:
         raise ValueError(f"output_key: {output_key!r} is not an output of output_trace")
     _check_seed(seed, output_trace, output_trace.output_keys.index(output_key))
+    whole = executor.run_tape(output_key, output_trace, seed, ctx, wanted)
+    if whole is not None:
+        return whole
     # Bound once: this loop runs per tape node and is the whole per-node overhead.
     linearize = executor.linearize_recorded_graph
     execute_forward = executor.execute_forward
     run_transposed = executor.run_transposed_linear
     add = executor.add_operands
-    for node in _visiting_order(output_trace):
+    for node in visiting_order(output_trace):
         keys = node.output_keys
         if len(keys) == 1:  # the usual node: one output
             ct = cotangents.get(keys[0])

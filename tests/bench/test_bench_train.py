@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tidu_compile.tools.bench import main, train
+from tidu_compile.tools.bench import main, train, train_mlp
 
 
 def _numpy_losses(steps: int) -> list[float]:
@@ -42,8 +42,10 @@ def test_tidu_trains_like_sgd_by_hand(runner: str) -> None:
     assert result["first_loss"] == pytest.approx(expected[0], rel=1e-4)
     assert result["final_loss"] == pytest.approx(expected[-1], rel=1e-3)
     assert result["final_loss"] < result["first_loss"]
-    # the sixth step repeats the first batch size: nothing new to compile
-    assert result["compiles"] == result["compiles_after_first_cycle"]
+    # the sixth step repeats the first batch size: nothing new to compile but, per-op, the
+    # tape's whole-backward program (its first backward ran node by node: executors.capture)
+    captured = 1 if runner == "tidu per-op" else 0
+    assert result["compiles"] <= result["compiles_after_first_cycle"] + captured
 
 
 def test_train_bench_runs_fresh_processes_and_reports(
@@ -67,6 +69,25 @@ def test_train_bench_runs_fresh_processes_and_reports(
     assert rows["tidu per-op"]["compiles"] + rows["tidu per-op"]["reference_runs"] > 0
     printed = capsys.readouterr().out
     assert "--train" in printed and "tidu @tc.function" in printed
+    _check_mlp_row(document["mlp"])
+    assert "784-256-10" in printed
+
+
+def _check_mlp_row(document: dict) -> None:
+    """The 784-256-10 row: torch eager (when installed), per-op and @tc.function, cold and
+    warm, in one child with every thread pool pinned to one thread; per-op's warm phase
+    runs its captured whole-backward program."""
+    assert "error" not in document
+    rows = {row["runner"]: row for row in document["rows"]}
+    assert {"tidu per-op", "tidu @tc.function"} <= set(rows)
+    assert all(document["machine"][v] == "1" for v in train_mlp.THREAD_VARIABLES)
+    per_op, function = rows["tidu per-op"], rows["tidu @tc.function"]
+    assert per_op["captured"] == 1 and per_op["fallbacks"] == 0
+    assert per_op["final_loss"] == pytest.approx(function["final_loss"], rel=1e-4)
+    assert all(row["cold"] > 0 and row["warm"] > 0 for row in rows.values())
+    if "torch eager" in rows:
+        assert rows["torch eager"]["final_loss"] == pytest.approx(per_op["final_loss"], rel=1e-4)
+        assert document["machine"]["torch_threads"] == 1
 
 
 def test_a_failing_runner_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,3 +97,4 @@ def test_a_failing_runner_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = {row["runner"]: row for row in document["rows"]}
     assert "error" in rows["no such runner"]
     assert "error" in train.format_train(document)
+

@@ -67,8 +67,10 @@ def _settle(executor: CompiledExecutor, step: Callable[[], object]) -> None:
 
 @pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: f"{w.key} {w.recording}")
 def test_background_results_match_blocking_ones(tmp_path: Path, workload: Workload) -> None:
-    executor = CompiledExecutor(tmp_path / "bg", background=True)
-    blocking = CompiledExecutor(tmp_path / "fg", background=False)
+    # Node by node (capture=False): a captured program would take over before the nodes'
+    # own plans are collected (its own switch: test_whole_backward_capture).
+    executor = CompiledExecutor(tmp_path / "bg", background=True, capture=False)
+    blocking = CompiledExecutor(tmp_path / "fg", background=False, capture=False)
     rtol = 1e-5 if workload.dtype == "float32" else 1e-12
     for seed in range(2):  # while pending: the reference path's results
         for got, want in zip(_gradients(workload, executor, seed),

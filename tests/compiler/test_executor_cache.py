@@ -128,7 +128,9 @@ def test_threads_share_one_executor(tmp_path: Path) -> None:
     assert not failures
     single = CompiledExecutor(False)
     mlp_gradients(single)
+    mlp_gradients(single)  # the second backward of the tape's structure: its captured program
     assert executor.stats.compiles == single.stats.compiles  # single flight: no duplicates
+    assert executor.stats.captured == single.stats.captured == 1
 
 
 def test_user_scalar_primitives_fall_back_to_reference() -> None:

@@ -75,7 +75,10 @@ def fast_switching() -> Iterator[None]:
 def test_eight_threads_match_one_thread_and_compile_each_program_once(
     fast_switching: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    single = CompiledExecutor(cache_dir=False)
+    # Node by node (capture=False): which backward of a structure runs captured depends
+    # on how the threads interleave, and bit-for-bit equality is per path (the captured
+    # program fuses across nodes). Shared captured programs: test_executor_cache.
+    single = CompiledExecutor(cache_dir=False, capture=False)
     expected = [gradients(single, i) for i in range(len(WORK))]
     reference = [gradients(tc.ReferenceExecutor(), i) for i in range(len(WORK))]
     for got, ref in zip(expected, reference, strict=True):
@@ -90,7 +93,7 @@ def test_eight_threads_match_one_thread_and_compile_each_program_once(
         return real(program, digest, *rest)
 
     monkeypatch.setattr(pipeline, "compile_program", counting)
-    shared = CompiledExecutor(cache_dir=False)
+    shared = CompiledExecutor(cache_dir=False, capture=False)
     failures: list[str] = []
     done = Counter[int]()
     start = threading.Barrier(THREADS)

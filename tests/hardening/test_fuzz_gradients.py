@@ -72,11 +72,14 @@ def check_program(program: FuzzProgram, executor: CompiledExecutor, counts: Fuzz
     reference = tc.ReferenceExecutor()
     arrays = program.arrays()
     expected = gradients(program, reference, arrays)
-    got = gradients(program, executor, arrays)
-    counts.inputs += 1
-    problem = mismatch(got, expected, tolerance(program.dtype))
-    if problem:
-        counts.fail(f"compiled vs reference: {problem} [{program.describe()}]")
+    # Twice: node by node, then (a tape of several nodes) as its captured whole-backward
+    # program (executors.capture), which the non-finite inputs below then run too.
+    for path in ("per-node", "captured"):
+        got = gradients(program, executor, arrays)
+        counts.inputs += 1
+        problem = mismatch(got, expected, tolerance(program.dtype))
+        if problem:
+            counts.fail(f"compiled ({path}) vs reference: {problem} [{program.describe()}]")
 
     # Non-finite inputs: IEEE results on both paths, and the very same kernels.
     poisoned = [a.copy() for a in arrays]
@@ -135,7 +138,7 @@ def test_fuzz_compiled_reference_and_finite_differences() -> None:
             counts.programs += 1
     counts.finish()
     print(counts.line(), f"compiles={executor.stats.compiles}")
-    assert counts.programs == total and counts.inputs == 3 * total
+    assert counts.programs == total and counts.inputs == 4 * total
     assert not counts.failures, "\n".join(counts.failures[:10])
     assert counts.skipped <= max(2, counts.programs // 5), "too many non-smooth programs"
 

@@ -117,11 +117,13 @@ def test_entry_bound_is_respected() -> None:
 
 
 def test_byte_bound_is_respected_and_evicted_plans_come_back_from_disk(tmp_path: Path) -> None:
-    probe = CompiledExecutor(cache_dir=False)
+    # The per-node plan cache (capture=False: a second run would add captured programs,
+    # which executors.capture bounds by count, not by these bytes)
+    probe = CompiledExecutor(cache_dir=False, capture=False)
     _run_programs(probe, range(3))
     typical = probe.memory.total_bytes // max(1, len(probe.memory))
     bound = 3 * typical
-    executor = CompiledExecutor(tmp_path, memory_bytes=bound)
+    executor = CompiledExecutor(tmp_path, memory_bytes=bound, capture=False)
     assert executor.memory.max_bytes == bound
 
     def check() -> None:

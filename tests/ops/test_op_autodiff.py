@@ -107,8 +107,8 @@ class _NodeCounter(ReferenceExecutor):
 @contextmanager
 def _runs_natively(executor: tc.BackwardExecutor, nodes: int, what: str) -> Iterator[None]:
     """For a compiled executor: each of the block's ``nodes`` backward nodes ran a
-    compiled plan (compiled now, a cache hit, or native code of its shape class), none
-    went to the reference path."""
+    compiled plan (compiled now, a cache hit, or native code of its shape class), or the
+    block ran the tape's captured whole-backward program; none went to the reference path."""
     if not isinstance(executor, CompiledExecutor):
         yield
         return
@@ -117,8 +117,12 @@ def _runs_natively(executor: tc.BackwardExecutor, nodes: int, what: str) -> Iter
     def native_runs() -> int:
         return stats.compiles + stats.memory_hits + stats.disk_hits + stats.generic_hits
 
-    before = native_runs()
+    before, captured, fallbacks = native_runs(), stats.captured_runs, stats.fallbacks
     yield
+    if stats.captured_runs > captured:  # the tape as one captured program (a structure
+        # the session's executor met before: executors.capture), native as a whole
+        assert stats.fallbacks == fallbacks, f"{what}: the captured program fell back"
+        return
     runs = native_runs() - before
     assert runs == nodes, f"{what}: {runs} compiled runs for {nodes} backward nodes"
 

@@ -12,7 +12,9 @@ Per node, the first call with given input types builds the node's backward progr
    before for another program (another batch size) is lowered and reuses their object
    code (``compiler.artifacts``, ``compiler.kernel_code``);
 4. with ``background=True`` a node that must be compiled runs on the reference path
-   while a worker process compiles it (``compiler.background``).
+   while a worker process compiles it (``compiler.background``);
+5. a tape whose structure was seen before runs as one program (``run_tape``,
+   ``executors.capture``), unless ``capture=False``.
 
 ``execute_forward`` computes nothing: residuals are recomputed inside the kernels from
 the saved data (or read from values the tape retained). A node some of whose inputs
@@ -28,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,8 @@ from tidu_compile.compiler.program import (
     node_program,
     saved_value_order,
 )
-from tidu_compile.eager import BackwardExecutor, RecordedGraph
+from tidu_compile.eager import BackwardExecutor, RecordedGraph, Trace
+from tidu_compile.executors.capture import TapeCapture
 from tidu_compile.executors.graph_fast import GraphFastCalls
 from tidu_compile.executors.native_loops import native_loop_runner
 from tidu_compile.executors.node_plans import (
@@ -135,6 +138,7 @@ class CompiledExecutor(BackwardExecutor):
         memory_bytes: int | None = 256 << 20,
         forbid_compile: bool = False,
         background: bool | None = None,
+        capture: bool = True,
     ) -> None:
         if cache_dir is True or not (
             cache_dir is None or cache_dir is False or isinstance(cache_dir, str | os.PathLike)
@@ -164,6 +168,8 @@ class CompiledExecutor(BackwardExecutor):
         #: ``run_graph``'s plans by (graph structure, input types).
         self._graph_plans: dict[Hashable, Any] = {}
         self._graph_fast = GraphFastCalls()  # their fast calls (``executors.graph_fast``)
+        #: Whole-tape programs (``executors.capture``); None with ``capture=False``.
+        self.capture = TapeCapture.of(self, CompiledExecutor) if capture else None
 
     # ---------------------------------------------------------------- protocol
 
@@ -199,6 +205,19 @@ class CompiledExecutor(BackwardExecutor):
             self._entries_by_graph.clear()  # graph objects come and go: keep the index bounded
         self._entries_by_graph[(id(graph), slots)] = entry
         return entry.linear
+
+    def run_tape(
+        self,
+        output_key: ValueKey,
+        output_trace: Trace,
+        seed: Any,
+        ctx: Any,
+        wanted: Container[ValueKey] | None,
+    ) -> dict[ValueKey, Any] | None:
+        """The whole sweep as one program once the tape's structure was seen before
+        and its program is compiled (``executors.capture``), else None: node by node."""
+        capture = self.capture
+        return None if capture is None else capture.run(output_key, output_trace, seed, ctx, wanted)
 
     def execute_forward(
         self, graph: PrimitiveGraph, initial_data: Mapping[ValueKey, Any]

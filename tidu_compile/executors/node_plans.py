@@ -44,6 +44,11 @@ class ExecutorStats:
     fallbacks: int = 0
     #: Node runs on the reference path while a background worker compiled the node.
     background_runs: int = 0
+    #: Whole-tape programs that took over a tape structure's backward (``executors.capture``).
+    captured: int = 0
+    #: Backward sweeps run by one of them (each instead of one run per node; each also
+    #: counts as one of ``memory_hits``).
+    captured_runs: int = 0
     compile_seconds: float = 0.0
     #: Time spent reading disk hits and loading their object code (not compiling).
     disk_seconds: float = 0.0
@@ -55,6 +60,7 @@ class ExecutorStats:
             f"compiles={self.compiles} memory_hits={self.memory_hits} "
             f"disk_hits={self.disk_hits} generic_hits={self.generic_hits} "
             f"fallbacks={self.fallbacks} background_runs={self.background_runs} "
+            f"captured={self.captured} captured_runs={self.captured_runs} "
             f"compile_seconds={self.compile_seconds:.3f} disk_seconds={self.disk_seconds:.3f}"
         )
 

@@ -9,7 +9,7 @@ visited, so a second pass through them raises. ``tc.grad`` keeps them by default
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any
 
 import numpy as np
@@ -78,16 +78,22 @@ def user_array(cotangent: Any, dtype: np.dtype, taken: set[int]) -> np.ndarray:
 
 
 def run_backward(
-    output: Tensor, seed: Any, executor: BackwardExecutor | None, retain_graph: bool = True
+    output: Tensor,
+    seed: Any,
+    executor: BackwardExecutor | None,
+    retain_graph: bool = True,
+    wanted: Container[ValueKey] | None = None,
 ) -> dict[ValueKey, Any]:
-    """Cotangents of every tape value reached from ``output``, by tape key; without
-    ``retain_graph`` the visited nodes' saved data are freed afterwards."""
+    """Cotangents of every tape value reached from ``output`` (or of those ``wanted``
+    at least: ``eager.backward``), by tape key; without ``retain_graph`` the visited
+    nodes' saved data are freed afterwards."""
     if not isinstance(output, Tensor):
         raise TypeError(f"output: expected a Tensor, got {type(output).__name__}")
     if not output.requires_grad:
         raise ValueError("output: does not require gradients (no input requires grad)")
     executor = executor if executor is not None else get_default_executor()
-    cotangents = backward(output._key, output._trace, _seed_for(output, seed), executor)
+    seed_array = _seed_for(output, seed)
+    cotangents = backward(output._key, output._trace, seed_array, executor, wanted=wanted)
     if not retain_graph and output._trace is not None:
         free_graph(output._trace)
     return cotangents
@@ -137,7 +143,8 @@ def tensor_backward(
     if create_graph:
         cotangents = _recorded_cotangents(self, seed, None)
     else:
-        cotangents = run_backward(self, seed, None, retain)
+        wanted = _LeavesAndRetained() if chosen is None else {t._key for t in chosen}
+        cotangents = run_backward(self, seed, None, retain, wanted)
     taken: set[int] = set()
     if chosen is not None:
         targets = [(t, cotangents.get(t._key)) for t in chosen]
@@ -149,6 +156,21 @@ def tensor_backward(
     for tensor, ct in targets:
         if ct is not None and not (tensor is self and self._trace is not None):
             _add_into_grad(tensor, ct, taken)
+
+
+class _LeavesAndRetained:
+    """The keys ``Tensor.backward`` reads without ``inputs``: leaves' and those of the
+    tensors that called ``retain_grad()``."""
+
+    __slots__ = ("retained",)
+
+    def __init__(self) -> None:
+        self.retained = {t._key for t in list(RETAINS_GRAD)}
+
+    def __contains__(self, key: object) -> bool:
+        # LEAVES.data: the weak dictionary's own dict (a C lookup; a leaf that just died
+        # may still be in it, which costs one unread cotangent at most)
+        return key in LEAVES.data or key in self.retained  # type: ignore[attr-defined]
 
 
 def _chosen_inputs(inputs: Tensor | Sequence[Tensor] | None) -> list[Tensor] | None:
@@ -199,7 +221,7 @@ def grad(
         gradients: list[Any] = _recorded_gradients(output, inputs, seed, executor)
     else:
         retain = True if retain_graph is None else bool(retain_graph)
-        cotangents = run_backward(output, seed, executor, retain)
+        cotangents = run_backward(output, seed, executor, retain, {t._key for t in inputs})
         gradients = []
         taken: set[int] = set()
         for t in inputs:

@@ -23,6 +23,9 @@ SPEC``) with an empty tidu cache directory, so the wall time includes every comp
 The clock runs from the first step to the last (imports and data excluded, reported
 apart). All runners start from the same parameters and batches, so their final losses
 must agree (checked: relative difference below ``LOSS_RTOL``).
+
+A second table is the 784-256-10 MLP row (``train_mlp``): torch eager, per-op and
+``@tc.function`` in one process, threads pinned to one, cold and warm.
 """
 
 from __future__ import annotations
@@ -191,6 +194,7 @@ def _run_child(runner: str, steps: int, seed: int) -> dict[str, Any]:
 
 def run(steps: int = STEPS, seed: int = 0) -> dict[str, Any]:
     """Every installed runner, each in its own fresh process; the JSON-ready document."""
+    from tidu_compile.tools.bench import train_mlp
     from tidu_compile.tools.bench.report import cpu_model
 
     rows = [_run_child(r, steps, seed) for r in RUNNERS if _available(r)]
@@ -200,7 +204,8 @@ def run(steps: int = STEPS, seed: int = 0) -> dict[str, Any]:
         if "error" not in row and reference is not None:
             row["loss_agrees"] = abs(row["final_loss"] - reference) <= LOSS_RTOL * abs(reference)
     return {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cpu": cpu_model(),
-            "steps": steps, "batches": list(BATCHES), "rows": rows}  # fmt: skip
+            "steps": steps, "batches": list(BATCHES), "rows": rows,
+            "mlp": train_mlp.run_child(steps, seed)}  # fmt: skip
 
 
 def format_train(document: dict[str, Any]) -> str:
@@ -225,6 +230,10 @@ def format_train(document: dict[str, Any]) -> str:
         lines.append(f"{name:29}{row['seconds']:>6.2f} s{ratios[0]:>8}{ratios[1]:>9}"
                      f"{row['compiles']:>10}{later:>17}{row['reference_runs']:>14}"
                      f"{row['final_loss']:>12.4g}{agrees}")
+    if "mlp" in document:
+        from tidu_compile.tools.bench.train_mlp import format_mlp
+
+        lines += ["", format_mlp(document["mlp"])]
     return "\n".join(lines)
 
 
@@ -236,6 +245,8 @@ def command(args: argparse.Namespace) -> int:
 
     bad = [f"{row['runner']}: failed or its final loss differs" for row in document["rows"]
            if "error" in row or not row.get("loss_agrees", True)]  # fmt: skip
+    if "error" in document["mlp"]:
+        bad.append(f"MLP row: {document['mlp']['error']}")
     return finish(document, args.json, format_train(document), bad)
 
 
