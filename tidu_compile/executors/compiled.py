@@ -48,12 +48,12 @@ from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import (
     MissingSavedValue,
     UnsupportedNode,
-    graph_program,
     needed_mask,
     node_program,
     saved_value_order,
 )
 from tidu_compile.eager import BackwardExecutor, RecordedGraph, Trace
+from tidu_compile.executors import graph_runs
 from tidu_compile.executors.capture import TapeCapture
 from tidu_compile.executors.graph_fast import GraphFastCalls
 from tidu_compile.executors.native_loops import native_loop_runner
@@ -64,7 +64,6 @@ from tidu_compile.executors.node_plans import (
     ExecutorStats,
     NodeEntry,
     PendingPlan,
-    bound_plan,
     plan_bytes,
 )
 from tidu_compile.executors.reference import ReferenceExecutor, cotangent_count_error
@@ -319,65 +318,14 @@ class CompiledExecutor(BackwardExecutor):
     def run_graph(self, graph: RecordedGraph, inputs: Sequence[Any]) -> list[Any]:
         """``graph``'s outputs for ``inputs`` as native code, compiled once per graph
         structure and input types and cached like backward plans (in memory, on disk):
-        forward-mode tangents and the derived graphs of higher order run here."""
-        if len(inputs) != len(graph.input_keys):
-            raise ValueError(
-                f"inputs: {graph!r} takes {len(graph.input_keys)} inputs, got {len(inputs)}"
-            )
-        results = self._graph_fast.run(graph.structure, inputs)  # the last plan, if it fits
-        if results is not None:
-            self.stats.memory_hits += 1
-            return results
-        try:
-            types = tuple(type_of(v) for v in inputs)
-        except (AttributeError, TypeError):  # not arrays: a user's own operand type
-            return super().run_graph(graph, inputs)
-        key = (graph.structure, types)
-        plan = self._graph_plans.get(key)
-        if plan is None or (type(plan) is Submitted and plan.ready()):
-            with self._lock:  # single flight, as for backward plans
-                plan = self._graph_plans.get(key)
-                if plan is None:
-                    plan = self._guarded(
-                        lambda: bound_plan(self._obtain(graph_program(graph, types)))
-                    )
-                    if len(self._graph_plans) >= self.memory.max_entries:
-                        self._graph_plans.clear()  # bounded; plans come back from disk
-                        self._graph_fast.clear()
-                    self._graph_plans[key] = plan
-                elif type(plan) is Submitted and plan.ready():
-                    submitted = plan
-                    plan = self._guarded(lambda: bound_plan(self.tiered.collect(submitted)))
-                    self._graph_plans[key] = plan
-        elif type(plan) is BoundPlan:
-            self.stats.memory_hits += 1
-        if type(plan) is Submitted:  # compiling in the background: evaluate op by op
-            self.stats.background_runs += 1
-            return super().run_graph(graph, inputs)
-        if plan is REFERENCE_ONLY:
-            self.stats.fallbacks += 1
-            return super().run_graph(graph, inputs)
-        self.stats.fallbacks += plan.plan.fallback_count
-        if not plan.plan.fallback_count:
-            self._graph_fast.remember(graph.structure, key, plan)
-        return plan.run(list(inputs), check=True)
+        forward-mode tangents and the derived graphs of higher order run here
+        (``executors.graph_runs``)."""
+        return graph_runs.run_graph(self, graph, inputs, super().run_graph)
 
     def graph_runner(self, graph: RecordedGraph) -> Callable[[Sequence[Any]], list[Any]]:
         """``run_graph`` for calls that all pass inputs of one set of types (a loop body,
-        once per iteration): once the graph's native plan is bound, later calls run it
-        directly, without the per-call lookup and argument checks."""
-        bound: list[BoundPlan] = []
-
-        def run(inputs: Sequence[Any]) -> list[Any]:
-            if bound:
-                return bound[0].run(inputs, check=False)
-            results = self.run_graph(graph, inputs)
-            plan = self._graph_plans.get((graph.structure, tuple(type_of(v) for v in inputs)))
-            if type(plan) is BoundPlan and not plan.plan.fallback_count:
-                bound.append(plan)
-            return results
-
-        return run
+        once per iteration): once bound, later calls run the plan directly."""
+        return graph_runs.graph_runner(self, graph)
 
     def loop_runner(self, loop: Any) -> Callable[..., list[Any]] | None:
         """A scan's or while loop's iterations as one native call
