@@ -68,13 +68,35 @@ def finite_differences(program: FuzzProgram, arrays: list[np.ndarray], step: flo
     return [central_difference_grad(loss, arrays, i, step) for i in range(len(arrays))]
 
 
+class Executors:
+    """The fuzzers' compiled executors: one with whole-backward capture, for every
+    ``CAPTURED_EVERY``-th program (all of them with ``TIDU_FUZZ_SCALE`` > 1: a captured
+    program is one more compile per program), one node by node for the others."""
+
+    CAPTURED_EVERY = 3
+
+    def __init__(self) -> None:
+        self.capturing = CompiledExecutor(cache_dir=False)
+        self.per_node = CompiledExecutor(cache_dir=False, capture=False)
+
+    def for_program(self, program: FuzzProgram) -> CompiledExecutor:
+        every = 1 if case_count(1) > 1 else self.CAPTURED_EVERY
+        return self.capturing if program.seed % every == 0 else self.per_node
+
+    @property
+    def fallbacks(self) -> int:
+        return self.capturing.stats.fallbacks + self.per_node.stats.fallbacks
+
+
 def check_program(program: FuzzProgram, executor: CompiledExecutor, counts: FuzzCounts) -> None:
     reference = tc.ReferenceExecutor()
     arrays = program.arrays()
     expected = gradients(program, reference, arrays)
-    # Twice: node by node, then (a tape of several nodes) as its captured whole-backward
-    # program (executors.capture), which the non-finite inputs below then run too.
-    for path in ("per-node", "captured"):
+    # Twice: node by node, then (with capture, a tape of several nodes) as its captured
+    # whole-backward program (executors.capture), which the non-finite inputs below then
+    # run too.
+    path_names = ("per-node", "captured" if executor.capture is not None else "per-node")
+    for path in path_names:
         got = gradients(program, executor, arrays)
         counts.inputs += 1
         problem = mismatch(got, expected, tolerance(program.dtype))
@@ -123,7 +145,7 @@ PROGRAMS = 40
 @pytest.mark.timeout(timeout_seconds(240))
 def test_fuzz_compiled_reference_and_finite_differences() -> None:
     counts = FuzzCounts("gradient fuzzer")
-    executor = CompiledExecutor(cache_dir=False)
+    executors = Executors()
     start, total = first_seed(), case_count(PROGRAMS)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # a compile fallback is a finding
@@ -132,12 +154,13 @@ def test_fuzz_compiled_reference_and_finite_differences() -> None:
         for seed in range(start, start + total):
             program = make_program(seed)
             try:
-                check_program(program, executor, counts)
+                check_program(program, executors.for_program(program), counts)
             except Exception as error:  # noqa: BLE001 - any crash is a finding
                 counts.fail(f"{type(error).__name__}: {error} [{program.describe()}]")
             counts.programs += 1
     counts.finish()
-    print(counts.line(), f"compiles={executor.stats.compiles}")
+    print(counts.line(), f"compiles={executors.capturing.stats.compiles}"
+          f"+{executors.per_node.stats.compiles}")  # fmt: skip
     assert counts.programs == total and counts.inputs == 4 * total
     assert not counts.failures, "\n".join(counts.failures[:10])
     assert counts.skipped <= max(2, counts.programs // 5), "too many non-smooth programs"
@@ -148,7 +171,7 @@ def test_every_op_of_the_table_is_fuzzed() -> None:
     """Each parameterless elementwise op of the op table in one seeded program, as its
     last step and part of the loss: a new table op is fuzzed with no edit here."""
     counts = FuzzCounts("op-table fuzzer")
-    executor = CompiledExecutor(cache_dir=False)
+    executors = Executors()
     for number, name in enumerate(sorted(TABLE_OPS)):
         base = make_program(10_000 + number, steps=3)
         program = dataclasses.replace(
@@ -157,7 +180,7 @@ def test_every_op_of_the_table_is_fuzzed() -> None:
             losses=(*base.losses, -1),  # the last value is in the loss
         )
         try:
-            check_program(program, executor, counts)
+            check_program(program, executors.for_program(program), counts)
         except Exception as error:  # noqa: BLE001 - any crash is a finding
             counts.fail(f"{name}: {type(error).__name__}: {error} [{program.describe()}]")
         counts.programs += 1
