@@ -1,6 +1,6 @@
 """Memory: a long training loop keeps RSS flat, and the in-memory caches keep their bounds.
 
-The loop trains a small MLP with per-op tape nodes for 5,000 iterations (about 5 s;
+The loop trains a small MLP with per-op tape nodes for 3,000 iterations (about 5 s;
 ``TIDU_HARDENING_LONG=1``: 50,000). After a warm-up, resident memory may not grow by
 more than a few MiB, and no cache, index or engine may grow at all.
 """
@@ -23,7 +23,7 @@ from tidu_compile.executors.compiled import CompiledExecutor
 from tidu_compile.frontend.tensor import LEAVES, recorded_graph_for
 
 LONG = bool(os.environ.get("TIDU_HARDENING_LONG"))
-ITERATIONS = 50_000 if LONG else 5_000
+ITERATIONS = 50_000 if LONG else 3_000
 WARMUP = 300
 PAGE = resource.getpagesize()
 
