@@ -66,7 +66,7 @@ from tidu_compile.ops.linalg import Cholesky, Slogdet, Solve, TriangularSolve
 from .lapack_decompositions import eigh_kernel, qr_kernel, svd_kernel
 from .lapack_kernels import I32, Buffers, Emitter, LapackKernel
 from .lapack_solves import cholesky_kernel, slogdet_kernel, solve_kernel, triangular_solve_kernel
-from .tidu_lower_to_loops import KERNEL_ATTR, memref_type
+from .tidu_lower_to_loops import KERNEL_ATTR, memref_type, replace_with_call
 
 __all__ = ["LAPACK_OPS", "TiduLowerLinalgPass", "lapack_symbol"]
 
@@ -150,13 +150,7 @@ def replace_op(op: Operation, kernel: LapackKernel, symbol: str, element: AnyFlo
         call.attributes["tidu.status_output"] = IntegerAttr(len(allocs), 64)
         call.attributes["tidu.status_error"] = StringAttr(status_error)
     new_ops.append(call)
-    tensors = [bufferization.ToTensorOp(a.memref) for a in allocs]
-    new_ops += tensors
-    for new in new_ops:
-        block.insert_op_before(new, op)
-    for result, tensor in zip(op.results, tensors, strict=True):
-        result.replace_all_uses_with(tensor.tensor)
-    block.erase_op(op)
+    replace_with_call(block, op, new_ops, allocs, op.results)
 
 
 @dataclass(frozen=True)

@@ -457,14 +457,26 @@ def replace_kernel(
     call = func.CallOp(symbol, arguments, [])
     call.attributes.update(call_attributes)
     new_ops.append(call)
-    tensors = [bufferization.ToTensorOp(a.memref) for a in allocs]
-    new_ops += tensors
-    for op in new_ops:
-        block.insert_op_before(op, kernel)
-    for result, tensor in zip(kernel.outputs, tensors, strict=True):
-        result.replace_all_uses_with(tensor.tensor)
-    block.erase_op(kernel)
+    replace_with_call(block, kernel, new_ops, allocs, kernel.outputs)
     return table
+
+
+def replace_with_call(
+    block: Block, old: Operation, new_ops: list[Operation], allocs: list[memref.AllocOp],
+    results: Sequence[SSAValue],
+) -> None:
+    """Put ``new_ops`` (the buffers, ``allocs`` among them, and the call filling them)
+    where ``old`` was; ``old``'s ``results`` become the ``allocs`` read as tensors::
+
+        %r = tidu.kernel ...   ->   %b = memref.alloc()  func.call @k(..., %b)
+                                    %r = bufferization.to_tensor %b
+    """
+    tensors = [bufferization.ToTensorOp(a.memref) for a in allocs]
+    for op in [*new_ops, *tensors]:
+        block.insert_op_before(op, old)
+    for result, tensor in zip(results, tensors, strict=True):
+        result.replace_all_uses_with(tensor.tensor)
+    block.erase_op(old)
 
 
 def lower_function(

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 from tidu_compile.tools.bench.peers import MARKER, peer_installed
-from tidu_compile.tools.bench.report import cpu_model, finish
+from tidu_compile.tools.bench.report import cpu_model, finish, tidu_failures
 
 __all__ = ["SIZES", "QUICK_SIZES", "command", "main", "run"]
 
@@ -163,14 +163,8 @@ def command(args: argparse.Namespace) -> int:
     program fell back to the reference path."""
     sizes = QUICK_SIZES if args.quick else SIZES
     document = run(sizes, args.compile_timeout, peers=not args.no_peers)
-    bad = []
-    for row in document["rows"]:
-        ours = row["tidu"]
-        if "error" in ours:
-            bad.append(f"{row['ops']} ops: {ours['error']}")
-        elif ours["relative_error"] > 1e-10 or ours["fallbacks"]:
-            bad.append(f"{row['ops']} ops: gradient off the reference's or a fallback")
-    return finish(document, args.json, format_compile(document), bad)
+    return finish(document, args.json, format_compile(document),
+                  tidu_failures(document["rows"], "{ops} ops"))  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

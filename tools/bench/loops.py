@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 from tidu_compile.tools.bench.peers import MARKER, peer_installed
-from tidu_compile.tools.bench.report import cpu_model, finish
+from tidu_compile.tools.bench.report import cpu_model, finish, tidu_failures
 
 __all__ = ["PROGRAMS", "command", "main", "run"]
 
@@ -362,14 +362,8 @@ def command(args: argparse.Namespace) -> int:
     program fell back to the reference path."""
     programs = ("rnn",) if args.quick else PROGRAMS
     document = run(programs, getattr(args, "compile_timeout", 600.0), peers=not args.no_peers)
-    bad = []
-    for row in document["rows"]:
-        ours = row["tidu"]
-        if "error" in ours:
-            bad.append(f"{row['program']}: {ours['error']}")
-        elif ours["relative_error"] > 1e-10 or ours["fallbacks"]:
-            bad.append(f"{row['program']}: gradient off the reference's or a fallback")
-    return finish(document, args.json, format_loops(document), bad)
+    return finish(document, args.json, format_loops(document),
+                  tidu_failures(document["rows"], "{program}"))  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -326,6 +326,20 @@ def timing_table(
     return "\n".join(lines)
 
 
+def tidu_failures(rows: Sequence[Mapping[str, Any]], name: str) -> list[str]:
+    """The rows whose ``tidu`` cell failed: an error, a gradient off the reference's, or
+    a program that fell back to the reference path; each named by ``name`` formatted
+    with the row (``"{ops} ops"``)."""
+    failures = []
+    for row in rows:
+        ours, what = row["tidu"], name.format(**row)
+        if "error" in ours:
+            failures.append(f"{what}: {ours['error']}")
+        elif ours["relative_error"] > 1e-10 or ours["fallbacks"]:
+            failures.append(f"{what}: gradient off the reference's or a fallback")
+    return failures
+
+
 def finish(document: Mapping[str, Any], json_path: str | None, table: str,
            failures: Sequence[str]) -> int:  # fmt: skip
     """The end of a bench command: write ``document`` to ``json_path`` (if given), print
