@@ -138,8 +138,8 @@ def check_program(program: FuzzProgram, executor: CompiledExecutor, counts: Fuzz
             counts.fail(f"reference vs finite differences: {problem} [{program.describe()}]")
 
 
-#: Programs per CI run (about 0.3 s each here).
-PROGRAMS = 40
+#: Programs per CI run (about 0.5 s each here; ``TIDU_FUZZ_SCALE`` multiplies them).
+PROGRAMS = 24
 
 
 @pytest.mark.timeout(timeout_seconds(240))

@@ -43,7 +43,8 @@ from sequence_check import MODES, check, check_twice, reference_outcome
 from tidu_compile.compiler import buffers
 from tidu_compile.executors.compiled import CompiledExecutor
 
-#: Sequences per mode per CI run (90 in all; ``TIDU_FUZZ_SCALE=10`` runs 900;
+#: Sequences per mode per CI run (90 in all, the fewest whose seeds cover every kind of
+#: step and change; ``TIDU_FUZZ_SCALE=10`` runs 900;
 #: a function-mode sequence costs about
 #: twice as much: it compiles a forward and a backward program per new trace), and the
 #: tests each mode's are shared among (for pytest-xdist).
