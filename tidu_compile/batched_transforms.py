@@ -150,10 +150,11 @@ def _traced_program(
 ) -> Replay:  # fmt: skip
     """``f`` traced on one example of ``args`` (``leaves``, mapped at ``axes``) and its
     batched value and gradients program (``_program``, memoized by structure)."""
-    trace = BatchTrace(f"vmap of {getattr(f, '__qualname__', repr(f))}", size, batch=False)
+    previous = current_capture()
+    trace = BatchTrace(f"vmap of {getattr(f, '__qualname__', repr(f))}", size, batch=False,
+                       outer=previous)  # fmt: skip
     flat_tracers = iter(trace.bind_arguments(leaves, axes))
     tracers = [[next(flat_tracers) for _ in flatten(arg)] for arg in args]
-    previous = current_capture()
     set_capture(trace)
     try:
         out = f(*(rebuild(arg, leaves) for arg, leaves in zip(args, tracers, strict=True)))

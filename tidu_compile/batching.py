@@ -110,8 +110,12 @@ class BatchTrace:
     ``is_traced``, and ``apply``, which every primitive applied to a tracer reaches.
     """
 
-    def __init__(self, name: str, size: int, batch: bool = True) -> None:
+    def __init__(self, name: str, size: int, batch: bool = True, outer: Any = None) -> None:
         self.name = name
+        #: The capture this trace runs inside (an enclosing vmap, ``@tc.function`` or
+        #: loop body), or None: its tracers are values of one of its examples, never
+        #: constants of this trace.
+        self.outer = outer
         #: False: only the trace on one example is kept (``example``), no rule runs.
         self.batch = batch
         self.batcher = Batcher(size)
@@ -128,7 +132,10 @@ class BatchTrace:
         self.argument_of: dict[int, int] = {}
 
     def is_traced(self, tensor: Tensor) -> bool:
-        return id(tensor) in self.ids
+        """``tensor`` is a tracer of this trace or of an enclosing one (whose ops on it,
+        inside ``f``, this trace records with the tensor as a closed-over input)."""
+        outer = self.outer
+        return id(tensor) in self.ids or (outer is not None and outer.is_traced(tensor))
 
     def bind_input(self, tensor: Tensor, data: Any, dim: int | None) -> None:
         """``tensor`` (a tracer) stands for graph input ``data`` batched at ``dim``."""
@@ -176,11 +183,13 @@ class BatchTrace:
 
     def value(self, tensor: Tensor) -> tuple[int, int | None]:
         """``tensor``'s id and batch axis; a tensor from outside (a closed-over value)
-        is the same for every example: a constant op, or an input holding it."""
+        is the same for every example: a constant op, or an input holding it (always
+        an input for an enclosing trace's tracer: its data is one example's)."""
         found = self.ids.get(id(tensor))
         if found is not None:
             return found
-        splat = None if tensor._requires_grad else _splat(tensor._data)
+        outer_traced = self.outer is not None and self.outer.is_traced(tensor)
+        splat = None if tensor._requires_grad or outer_traced else _splat(tensor._data)
         if splat is not None:
             (example_id,) = self.example.add_operation(splat, [], Primary())
             local_id = self.batcher.add1(splat, []) if self.batch else -1
@@ -396,9 +405,9 @@ def _trace(
     size: int, out_axes: Axes, alive: tuple[Any, ...],
 ) -> Replay:  # fmt: skip
     """``f`` traced on ``args`` and batched: its program, as a ``Replay``."""
-    trace = BatchTrace(f"vmap of {getattr(f, '__qualname__', repr(f))}", size)
-    tracers = trace.bind_arguments(arguments, axes)
     previous = current_capture()
+    trace = BatchTrace(f"vmap of {getattr(f, '__qualname__', repr(f))}", size, outer=previous)
+    tracers = trace.bind_arguments(arguments, axes)
     set_capture(trace)
     try:
         out = f(*rebuild(args, tracers))
