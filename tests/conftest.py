@@ -16,6 +16,8 @@
 * Executors compile on the calling thread (``TIDU_COMPILE_BACKGROUND=0``, inherited by
   subprocesses): tests count compiles and check native results right after a call.
   The tests of background compilation ask for ``background=True`` themselves.
+* Every compile verifies each MLIR stage's result (``TIDU_COMPILE_VERIFY=1``, inherited
+  by subprocesses; a user's compile verifies the imported module and the LLVM IR).
 """
 
 import os
@@ -26,6 +28,7 @@ from pathlib import Path
 import pytest
 
 os.environ["TIDU_COMPILE_BACKGROUND"] = "0"  # before any executor exists
+os.environ["TIDU_COMPILE_VERIFY"] = "1"  # every compile verifies every stage's result
 
 _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:

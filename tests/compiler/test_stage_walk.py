@@ -78,3 +78,34 @@ def test_a_walk_goes_only_where_the_table_leads() -> None:
         stages_between("loops", "tidu")
     for each in stages.PIPELINE:
         assert each.run is not None or each.passes, f"{each.name}: nothing makes it"
+
+
+@pytest.mark.parametrize(("setting", "verified"), [("1", ["tidu", "fused", "loops", "llvm"]),
+                                                   (None, ["tidu"])])  # fmt: skip
+def test_the_compile_path_verifies_the_imported_module_and_by_setting_every_stage(
+    monkeypatch: pytest.MonkeyPatch, setting: str | None, verified: list[str]
+) -> None:
+    """``TIDU_COMPILE_VERIFY=1`` (the suite's setting) verifies each MLIR stage's result;
+    unset, only the ``tidu`` module (the ops' contract), and the object code is the same."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    seen: list[str] = []
+    original_verify = ModuleOp.verify
+
+    def counted(module: ModuleOp) -> None:
+        text = str(module)
+        seen.append("llvm" if "llvm.func" in text else "loops" if "scf.for" in text
+                    else "fused" if "tidu.kernel" in text else "tidu")  # fmt: skip
+        original_verify(module)
+
+    if setting is None:
+        monkeypatch.delenv(pipeline.VERIFY_ENV, raising=False)
+    else:
+        monkeypatch.setenv(pipeline.VERIFY_ENV, setting)
+    monkeypatch.setattr(ModuleOp, "verify", counted)
+    program = sin_program(40)
+    artifact, generated = pipeline.compile_program(program, program_digest(program))
+    assert generated and seen == verified
+    monkeypatch.setenv(pipeline.VERIFY_ENV, "1")
+    again, _ = pipeline.compile_program(program, program_digest(program))
+    assert again.object_code == artifact.object_code

@@ -82,6 +82,9 @@ class RunOptions:
 
     function: str = "node"  # the ``func.func`` the ``tidu`` stage imports the program as
     verify_each: bool = True  # verify after every pass (else a stage's result only)
+    #: verify each MLIR stage's result; False: only the imported ``tidu`` module (the
+    #: ops' contract: shapes, dtypes), LLVM's verifier checks the final IR (``llvm-ir``)
+    verify_results: bool = True
     after_pass: AfterPass | None = None  # hears every pass of the MLIR stages
     vector_math: bool | None = None  # llvm-ir: libmvec if the host has it, required, or off
 
@@ -152,7 +155,8 @@ def _kernel_code(module: ModuleOp, options: RunOptions) -> Any:
 
 def _llvm_dialect(kernels: Any, options: RunOptions) -> ModuleOp:
     return lower_to_llvm_dialect(
-        kernels.module, verify_each=options.verify_each, after_pass=options.after_pass
+        kernels.module, verify_each=options.verify_each, after_pass=options.after_pass,
+        verify_result=options.verify_results,
     )
 
 
@@ -258,7 +262,8 @@ def walk(
         start = time.perf_counter()
         if step.run is None:
             ir = run_passes(ir, step.spec, after_pass=options.after_pass,
-                            verify_each=options.verify_each)  # fmt: skip
+                            verify_each=options.verify_each,
+                            verify_result=options.verify_results)  # fmt: skip
         else:
             ir = step.run(ir, options)
         if seconds is not None:
@@ -311,18 +316,22 @@ def run_passes(
     context: Context | None = None,
     after_pass: AfterPass | None = None,
     verify_each: bool = True,
+    verify_result: bool = True,
 ) -> ModuleOp:
     """Run a comma-separated pass pipeline on ``module`` in place, verifying after every
-    pass (or, with ``verify_each=False``, only the result: the compile path, whose
-    passes the tests verify one by one)."""
+    pass (or, with ``verify_each=False``, only the result, and with
+    ``verify_result=False`` not even that: the compile path, whose passes the tests
+    verify one by one)."""
     context = context or tidu_context()
-    for ir_pass in parse_passes(spec):
+    passes = parse_passes(spec)
+    for ir_pass in passes:
         ir_pass.apply(context, module)
         if verify_each:
             module.verify()
         if after_pass is not None:
             after_pass(ir_pass, module)
-    module.verify()
+    if verify_result and not (verify_each and passes):
+        module.verify()
     return module
 
 
@@ -332,6 +341,7 @@ def lower_to_llvm_dialect(
     passes: str | None = None,
     verify_each: bool = True,
     after_pass: AfterPass | None = None,
+    verify_result: bool = True,
 ) -> ModuleOp:
     """The ``llvm`` stage's work on ``module`` (func, scf, memref, arith, math, cf), in
     place: its passes, then ``backend.llvm_legality.check_llvm_legal``, so xDSL's
@@ -350,14 +360,15 @@ def lower_to_llvm_dialect(
               %e = llvm.intr.exp(%v) : (f64) -> f64 ...
 
     ``passes`` replaces the stage's pass spec (a test turning an option off);
-    ``verify_each`` verifies after every pass (the module is always verified at the
-    end); ``after_pass(pass, module)`` hears every pass. Raises ``LoweringError`` from
+    ``verify_each`` verifies after every pass (``verify_result`` at the end);
+    ``after_pass(pass, module)`` hears every pass. Raises ``LoweringError`` from
     a pass, ``VerifyException`` from the verifier, or ``IllegalIRError`` when ops other
     than ``llvm.*`` remain.
     """
     from tidu_compile.backend.llvm_legality import check_llvm_legal
 
     spec = stage("llvm").spec if passes is None else passes
-    run_passes(module, spec, after_pass=after_pass, verify_each=verify_each)
+    run_passes(module, spec, after_pass=after_pass, verify_each=verify_each,
+               verify_result=verify_result)  # fmt: skip
     check_llvm_legal(module)
     return module
