@@ -84,6 +84,13 @@ def domain_of(op: Operation) -> tuple[int, ...]:
     return value.type.get_shape()
 
 
+KERNEL_ARITY_LIMIT = 1000
+"""The most operands a kernel may have, counted from above: every read of a value from
+outside (a value read twice counts twice) plus every member (each may be a result).
+The runtime calls a kernel with one argument per buffer (and a chunk's two bounds), and
+ctypes takes at most 1024; a group that would pass the limit does not take the op."""
+
+
 @dataclass(eq=False)
 class Group:
     """Ops that become one kernel, in program order."""
@@ -93,10 +100,20 @@ class Group:
     unit: int
     members: list[Operation] = field(default_factory=list)
     member_set: set[Operation] = field(default_factory=set)
+    outside_reads: int = 0  # operands of members made outside the group
 
     def add(self, op: Operation) -> None:
+        self.outside_reads += self.reads_from_outside(op)
         self.members.append(op)
         self.member_set.add(op)
+
+    def reads_from_outside(self, op: Operation) -> int:
+        return sum(1 for value in op.operands if not self.makes(value))
+
+    def has_room_for(self, op: Operation) -> bool:
+        """Whether ``op`` keeps the kernel's operands within ``KERNEL_ARITY_LIMIT``."""
+        arity = self.outside_reads + self.reads_from_outside(op) + len(self.members) + 1
+        return arity <= KERNEL_ARITY_LIMIT
 
     def makes(self, value: SSAValue) -> bool:
         return isinstance(value, OpResult) and value.op in self.member_set
@@ -136,7 +153,7 @@ class Grouper:
         return False
 
     def accepts(self, group: Group, op: Operation, kind: FusionKind) -> bool:
-        if group.domain != domain_of(op):
+        if group.domain != domain_of(op) or not group.has_room_for(op):
             return False
         for value in op.operands:
             if group.makes(value):
@@ -177,6 +194,7 @@ class Grouper:
 
 
 __all__ = [
+    "KERNEL_ARITY_LIMIT",
     "FusionKind",
     "Group",
     "Grouper",

@@ -173,3 +173,25 @@ def test_in_place_updates_inside_the_trace_cross_cuts(small_segments: None) -> N
     want = tc.grad(f(*args, in_place=False), args, executor=REFERENCE)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+def test_segments_differing_in_constants_only_take_them_as_inputs(small_segments: None) -> None:
+    """An unrolled solver whose step ``k`` reads its own constant: the segments are one
+    program with the constants as inputs (not a program per segment), and a second
+    trace with other constants reuses it (the last segment, with the sum, has no twin:
+    its constants stay inlined, so it compiles again), each right."""
+    executor = CompiledExecutor(False, background=False)
+
+    def solver(offset: float) -> object:
+        def f(h: tc.Tensor, w: tc.Tensor) -> tc.Tensor:
+            for k in range(40):
+                h = tc.tanh(h * w + (offset + 1e-3 * k)) - 0.5 * h
+            return tc.sum(h)
+        return f
+
+    first = _check(solver(0.1), inputs((16,), (16,)), executor)
+    assert _nodes(first) > 10
+    compiles = executor.stats.compiles
+    assert compiles <= 6  # the middle segments' forward and backward, the ends'
+    _check(solver(-0.0), inputs((16,), (16,), seed=3), executor)
+    assert executor.stats.compiles == compiles + 2 and executor.stats.fallbacks == 0

@@ -21,9 +21,17 @@ exactly when the per-node cache says the two programs are the same (``DESIGN.md`
 with background compilation the first segments run natively while the others compile.
 
 Constants without inputs (``Constant`` splats of Python numbers) are copied into every
-segment that reads them rather than passed across a cut. The backward of a segment
-recomputes its own non-retained values from its inputs (as every node does), so what a
-cut costs is the crossing values kept on the tape.
+segment that reads them rather than passed across a cut. Where segments differ in those
+constants' values only (an unrolled solver whose step ``k`` reads ``t0 + k * dt``), the
+period is found with constants compared by shape and dtype, and such segments take
+their constants as inputs instead (a 0-d value, broadcast in the segment), so they are
+equal programs too::
+
+    inlined:  v4 = Add(v2, Constant(0.1003, (64,)))        one program per step
+    lifted:   in2 (0-d) -> v3 = BroadcastInDim(in2, (64,)) -> v4 = Add(v2, v3)
+
+The backward of a segment recomputes its own non-retained values from its inputs (as
+every node does), so what a cut costs is the crossing values kept on the tape.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from tidu_compile.frontend.composite_forward import ForwardPlan
 from tidu_compile.frontend.state import RECORDER, get_default_executor
 from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.graph import Graph, GraphBuilder, OperationNode, Primary, ValueKey
-from tidu_compile.ops import Constant
+from tidu_compile.ops import BroadcastInDim, Constant
 
 __all__ = ["SEGMENTED_AT", "SEGMENT_OPS", "Segment", "SegmentedTrace", "record_call",
            "retained_pairs", "segment_cuts", "split_trace"]  # fmt: skip
@@ -125,7 +133,11 @@ def segment_cuts(signatures: Sequence[Hashable], target: int) -> list[int]:
 
 
 def _signature(node: OperationNode) -> Hashable:
-    return (type(node.operation), repr(node.operation), len(node.inputs))
+    operation = node.operation
+    if _is_free_constant(node):  # by type: a step's own constants keep the period
+        assert isinstance(operation, Constant)
+        return Constant, tuple(operation.shape), operation.dtype
+    return type(operation), repr(operation), len(node.inputs)
 
 
 def _is_free_constant(node: OperationNode) -> bool:
@@ -137,7 +149,9 @@ class Segment:
     """One stretch of a trace: its graph, how it runs, and its wiring to the trace.
 
     ``inputs`` and ``outputs`` are the trace's value ids it takes and gives, in its own
-    input and output order; ``retained`` are local ids the tape keeps (contractions...).
+    input and output order; ``retained`` are local ids the tape keeps (contractions...);
+    ``lifted``: the free constants among ``inputs`` (trace id, a 0-d tensor of its
+    value, made once: a constant's tensor is the same at every call).
     """
 
     recorded: RecordedGraph
@@ -145,58 +159,113 @@ class Segment:
     retained: tuple[tuple[ValueKey, int], ...]  # ``retained_pairs``
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    lifted: tuple[tuple[int, Tensor], ...] = ()
 
 
-def _build_segment(
+@dataclass(frozen=True)
+class _SegmentGraph:
+    """A segment's graph before it is a ``Segment``: its values by local id, kept ids,
+    inputs (trace ids) and the constants taken as inputs."""
+
+    graph: Graph
+    values: list[Any]
+    kept: tuple[int, ...]
+    inputs: tuple[int, ...]
+    lifted: tuple[tuple[int, Tensor], ...]
+
+    def structure(self, abstract: bool = False) -> Hashable:
+        """Operations, wiring, outputs, retained ids and input types; ``abstract``:
+        free constants by shape and dtype only (segments equal but for their values)."""
+        operations = tuple(
+            (_signature(n) if abstract else (type(n.operation), repr(n.operation)),
+             tuple(r.id for r in n.inputs))  # type: ignore[union-attr]  # Local refs
+            for n in self.graph.operations
+        )
+        types = tuple((np.dtype(self.values[i].dtype).str, np.shape(self.values[i]))
+                      for i in self.graph.inputs)  # fmt: skip
+        return operations, self.graph.outputs, self.kept, types
+
+
+def _constants_read(nodes: Sequence[OperationNode], constants: dict[int, OperationNode]
+                    ) -> list[int]:  # fmt: skip
+    """The free constants the operations of ``nodes`` read, in order of first use."""
+    reads = (r.id for n in nodes if not _is_free_constant(n) for r in n.inputs)  # type: ignore[union-attr]
+    return [i for i in dict.fromkeys(reads) if i in constants]
+
+
+def _varying_positions(segments: Sequence[Sequence[int]], constants: dict[int, OperationNode]
+                       ) -> frozenset[int]:  # fmt: skip
+    """The positions at which equal segments (their ``_constants_read``) read constants
+    of different values."""
+    texts = [[repr(constants[i].operation) for i in read] for read in segments]
+    return frozenset(j for j in range(len(texts[0])) if len({t[j] for t in texts}) > 1)
+
+
+def _segment_graph(
     nodes: Sequence[OperationNode], outputs: Sequence[int], constants: dict[int, OperationNode],
-    retained: set[int], traced_values: Sequence[Any], built: dict[Hashable, Segment],
-) -> Segment:  # fmt: skip
-    """The segment of ``nodes`` giving ``outputs``: its inputs in order of first use,
-    the free ``constants`` (by the value they give) it reads copied in at first use.
-
-    A segment equal to one in ``built`` (``_structure``) shares its graph and plan, so
-    the executor's lookups by graph find the very object (no structural comparison of
-    equal graphs on every call)."""
+    retained: set[int], traced_values: Sequence[Any], lift: frozenset[int] = frozenset(),
+) -> _SegmentGraph:  # fmt: skip
+    """The graph of ``nodes`` giving ``outputs``: its inputs in order of first use, the
+    free ``constants`` (by the value they give) it reads copied in at first use, but
+    those whose position in ``_constants_read`` is in ``lift``: inputs after the others
+    (a 0-d value broadcast to the constant's shape)."""
     body = [n for n in nodes if not _is_free_constant(n)]
     produced = {o for n in body for o in n.outputs}
-    reads = (r.id for n in body for r in n.inputs)  # type: ignore[union-attr]  # Local refs
-    inputs = [i for i in dict.fromkeys(reads) if i not in produced and i not in constants]
+    reads = list(dict.fromkeys(r.id for n in body for r in n.inputs))  # type: ignore[union-attr]
+    inputs = [i for i in reads if i not in produced and i not in constants]
+    lifted = [i for j, i in enumerate(_constants_read(nodes, constants)) if j in lift]
     builder = GraphBuilder()
     local = {i: builder.add_input(Name(f"in{j}")) for j, i in enumerate(inputs)}
+    values: dict[int, Any] = {lid: traced_values[i] for i, lid in local.items()}
+    scalars: list[tuple[int, Tensor]] = []
+    for i in lifted:
+        constant = constants[i].operation
+        assert isinstance(constant, Constant)
+        scalar = np.array(constant.value, dtype=constant.dtype)
+        scalar_id = builder.add_input(Name(f"in{len(local) + len(scalars)}"))
+        values[scalar_id] = scalar
+        scalars.append((i, Tensor(scalar)))
+        local[i] = scalar_id
+        if constant.shape:
+            shape = tuple(constant.shape)
+            (local[i],) = builder.add_operation(BroadcastInDim(shape, (), ()), [scalar_id],
+                                                Primary())  # fmt: skip
+            values[local[i]] = traced_values[i]
     for node in body:
         for ref in node.inputs:
             if ref.id in constants and ref.id not in local:  # type: ignore[union-attr]
                 (local[ref.id],) = builder.add_operation(  # type: ignore[union-attr]
                     constants[ref.id].operation, [], Primary()  # type: ignore[union-attr]
                 )
+                values[local[ref.id]] = traced_values[ref.id]  # type: ignore[union-attr]
         ids = builder.add_operation(
             node.operation, [local[r.id] for r in node.inputs], node.role  # type: ignore[union-attr]
         )
         local.update(zip(node.outputs, ids, strict=True))
+        values.update((lid, traced_values[o]) for o, lid in zip(node.outputs, ids, strict=True))
     builder.set_outputs([local[i] for i in outputs])
-    segment_graph = builder.build()
-    global_of = {lid: gid for gid, lid in local.items()}
-    values = [traced_values[global_of[lid]] for lid in range(len(segment_graph.values))]
+    graph = builder.build()
     kept = tuple(local[i] for i in sorted(retained & produced))
-    structure = _structure(segment_graph, kept, values)
+    return _SegmentGraph(graph, [values[lid] for lid in range(len(graph.values))], kept,
+                         (*inputs, *lifted), tuple(scalars))  # fmt: skip
+
+
+def _segment(made: _SegmentGraph, outputs: Sequence[int], built: dict[Hashable, Segment]
+             ) -> Segment:  # fmt: skip
+    """``made`` as a ``Segment``. One equal to a segment in ``built`` shares its graph and
+    plan, so the executor's lookups by graph find the very object (no structural
+    comparison of equal graphs on every call)."""
+    structure = made.structure()
     twin = built.get(structure)
     if twin is not None:
-        return Segment(twin.recorded, twin.forward_plan, twin.retained, tuple(inputs),
-                       tuple(outputs))  # fmt: skip
-    plan = ForwardPlan(segment_graph, kept, values)
-    pairs = retained_pairs(segment_graph, kept)
-    segment = Segment(RecordedGraph.from_graph(segment_graph), plan, pairs, tuple(inputs),
-                      tuple(outputs))  # fmt: skip
+        return Segment(twin.recorded, twin.forward_plan, twin.retained, made.inputs,
+                       tuple(outputs), made.lifted)  # fmt: skip
+    plan = ForwardPlan(made.graph, made.kept, made.values)
+    segment = Segment(RecordedGraph.from_graph(made.graph), plan,
+                      retained_pairs(made.graph, made.kept), made.inputs, tuple(outputs),
+                      made.lifted)  # fmt: skip
     built[structure] = segment
     return segment
-
-
-def _structure(graph: Graph, kept: tuple[int, ...], values: Sequence[Any]) -> Hashable:
-    """A segment graph's operations, wiring, outputs, retained ids and input types."""
-    operations = tuple((type(n.operation), repr(n.operation), tuple(r.id for r in n.inputs))  # type: ignore[union-attr]
-                       for n in graph.operations)  # fmt: skip
-    types = tuple((np.dtype(values[i].dtype).str, np.shape(values[i])) for i in graph.inputs)
-    return operations, graph.outputs, kept, types
 
 
 def split_trace(
@@ -226,14 +295,22 @@ def split_trace(
             for ref in node.inputs:
                 last_reader[ref.id] = k  # type: ignore[union-attr]
     finals, kept = set(graph.outputs), set(retained)
-    segments: list[Segment] = []
+    outputs = [sorted(i for i, s in segment_of.items()
+                      if s == k and (i in finals or last_reader.get(i, k) > k))
+               for k in range(len(bounds))]  # fmt: skip
+    made = [_segment_graph(nodes[lo:hi], outputs[k], constants, kept, traced_values)
+            for k, (lo, hi) in enumerate(bounds)]  # fmt: skip
+    kinds: dict[Hashable, list[int]] = {}  # equal but for constants' values
+    for k, m in enumerate(made):
+        kinds.setdefault(m.structure(abstract=True), []).append(k)
+    for members in kinds.values():
+        reads = [_constants_read(nodes[slice(*bounds[k])], constants) for k in members]
+        lift = _varying_positions(reads, constants) if len(members) > 1 else frozenset()
+        for k in members if lift else ():
+            made[k] = _segment_graph(nodes[slice(*bounds[k])], outputs[k], constants, kept,
+                                     traced_values, lift)  # fmt: skip
     built: dict[Hashable, Segment] = {}
-    for k, (lo, hi) in enumerate(bounds):
-        outputs = sorted(i for i, s in segment_of.items()
-                         if s == k and (i in finals or last_reader.get(i, k) > k))  # fmt: skip
-        segments.append(_build_segment(nodes[lo:hi], outputs, constants, kept, traced_values,
-                                       built))  # fmt: skip
-    return segments
+    return [_segment(m, outputs[k], built) for k, m in enumerate(made)]
 
 
 class SegmentedTrace:
@@ -253,6 +330,7 @@ class SegmentedTrace:
         table: dict[int, Any] = dict(zip(self.graph.inputs, inputs, strict=True))
         per_segment = []
         for segment in self.segments:
+            table.update((i, t._data) for i, t in segment.lifted)
             values = segment.forward_plan.run(executor, [table[i] for i in segment.inputs])
             outputs = segment.recorded.graph.outputs
             table.update((g, values[lid]) for g, lid in zip(segment.outputs, outputs,
@@ -282,6 +360,7 @@ class SegmentedTrace:
         tensors: dict[int, Tensor] = dict(zip(self.graph.inputs, inputs, strict=True))
         user = set(self.graph.inputs[:arguments])
         for segment, values in zip(self.segments, per_segment, strict=True):
+            tensors.update(segment.lifted)
             reads = [tensors[i] for i in segment.inputs]
             holders = [tensors[i] for i in segment.inputs if i in user]
             outputs = record_call(segment.recorded, reads, values, segment.retained, holders)
