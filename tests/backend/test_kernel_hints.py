@@ -91,12 +91,50 @@ def test_heavy_innermost_loops_get_the_interleave_count() -> None:
     ]) + "\n"  # fmt: skip
     out = add_kernel_hints(text, TUNING)
     marked = [line for line in out.splitlines() if "!llvm.loop" in line]
-    assert marked == ['  br label %"h1", !llvm.loop !1']  # only the heavy function's loop
-    assert '!0 = !{!"llvm.loop.interleave.count", i32 4}' in out
-    assert "!1 = distinct !{!1, !0}" in out
+    # the heavy loop gets the host's count, the light (elementwise) one 1
+    assert marked == ['  br label %"h1", !llvm.loop !2', '  br label %"h1", !llvm.loop !3']
+    assert '!0 = !{!"llvm.loop.interleave.count", i32 1}' in out
+    assert '!1 = !{!"llvm.loop.interleave.count", i32 4}' in out
+    assert "!2 = distinct !{!2, !1}" in out and "!3 = distinct !{!3, !0}" in out
     assert out.count(f") #{ATTRIBUTE_GROUP}") == 2  # both functions
     assert f'attributes #{ATTRIBUTE_GROUP} = {{ "prefer-vector-width"="256" }}' in out
     llvm.parse_assembly(out).verify()
+
+
+def _memory_loop(name: str, reads: str, writes: str, call: bool = False) -> str:
+    """A light loop reading ``reads`` and writing ``writes`` (pointer arguments) through
+    ``getelementptr``s, as ``convert_module`` prints a kernel."""
+    return "\n".join([
+        f'define void @"{name}"(ptr noalias %".1", ptr noalias %".2", i64 %".3")',
+        "{",
+        "entry:",
+        '  br label %"h"',
+        "h:",
+        '  %"i" = phi i64 [0, %"entry"], [%"j", %"h"]',
+        f'  %"p" = getelementptr inbounds i8, ptr %"{reads}", i64 %"i"',
+        '  %"v" = load double, ptr %"p"',
+        *(['  %"w" = call double @"f"(double %"v")'] if call else []),
+        f'  %"q" = getelementptr inbounds i8, ptr %"{writes}", i64 %"i"',
+        '  store double %"v", ptr %"q"',
+        '  %"j" = add i64 %"i", 8',
+        '  br label %"h"',
+        "exit:",
+        "  ret void",
+        "}",
+    ]) + "\n"  # fmt: skip
+
+
+def test_light_loops_get_count_one_unless_they_accumulate_or_call() -> None:
+    """A light elementwise loop is not interleaved (LLVM would, for nothing but compile
+    time); one reading and writing the same buffer (a reduction's accumulator) or
+    calling a function keeps LLVM's choice."""
+    elementwise = add_kernel_hints(_memory_loop("copy", ".1", ".2"), TUNING)
+    assert '  br label %"h", !llvm.loop !1' in elementwise
+    assert '!0 = !{!"llvm.loop.interleave.count", i32 1}' in elementwise
+    llvm.parse_assembly(elementwise).verify()
+    for kept in (_memory_loop("accumulate", ".2", ".2"),
+                 _memory_loop("calls", ".1", ".2", call=True)):  # fmt: skip
+        assert "!llvm.loop" not in add_kernel_hints(kept, TUNING)
 
 
 def test_only_innermost_loops_are_marked() -> None:
