@@ -165,13 +165,15 @@ class Segment:
 @dataclass(frozen=True)
 class _SegmentGraph:
     """A segment's graph before it is a ``Segment``: its values by local id, kept ids,
-    inputs (trace ids) and the constants taken as inputs."""
+    inputs (trace ids), the constants taken as inputs, and the free constants its
+    operations read (trace ids, in order of first use: what ``lift`` positions index)."""
 
     graph: Graph
     values: list[Any]
     kept: tuple[int, ...]
     inputs: tuple[int, ...]
     lifted: tuple[tuple[int, Tensor], ...]
+    constants_read: tuple[int, ...]
 
     def structure(self, abstract: bool = False) -> Hashable:
         """Operations, wiring, outputs, retained ids and input types; ``abstract``:
@@ -186,16 +188,9 @@ class _SegmentGraph:
         return operations, self.graph.outputs, self.kept, types
 
 
-def _constants_read(nodes: Sequence[OperationNode], constants: dict[int, OperationNode]
-                    ) -> list[int]:  # fmt: skip
-    """The free constants the operations of ``nodes`` read, in order of first use."""
-    reads = (r.id for n in nodes if not _is_free_constant(n) for r in n.inputs)  # type: ignore[union-attr]
-    return [i for i in dict.fromkeys(reads) if i in constants]
-
-
 def _varying_positions(segments: Sequence[Sequence[int]], constants: dict[int, OperationNode]
                        ) -> frozenset[int]:  # fmt: skip
-    """The positions at which equal segments (their ``_constants_read``) read constants
+    """The positions at which equal segments (their ``constants_read``) read constants
     of different values."""
     texts = [[repr(constants[i].operation) for i in read] for read in segments]
     return frozenset(j for j in range(len(texts[0])) if len({t[j] for t in texts}) > 1)
@@ -207,13 +202,14 @@ def _segment_graph(
 ) -> _SegmentGraph:  # fmt: skip
     """The graph of ``nodes`` giving ``outputs``: its inputs in order of first use, the
     free ``constants`` (by the value they give) it reads copied in at first use, but
-    those whose position in ``_constants_read`` is in ``lift``: inputs after the others
+    those whose position among the constants it reads is in ``lift``: inputs after the others
     (a 0-d value broadcast to the constant's shape)."""
     body = [n for n in nodes if not _is_free_constant(n)]
     produced = {o for n in body for o in n.outputs}
     reads = list(dict.fromkeys(r.id for n in body for r in n.inputs))  # type: ignore[union-attr]
     inputs = [i for i in reads if i not in produced and i not in constants]
-    lifted = [i for j, i in enumerate(_constants_read(nodes, constants)) if j in lift]
+    constants_read = tuple(i for i in reads if i in constants)
+    lifted = [i for j, i in enumerate(constants_read) if j in lift]
     builder = GraphBuilder()
     local = {i: builder.add_input(Name(f"in{j}")) for j, i in enumerate(inputs)}
     values: dict[int, Any] = {lid: traced_values[i] for i, lid in local.items()}
@@ -247,7 +243,7 @@ def _segment_graph(
     graph = builder.build()
     kept = tuple(local[i] for i in sorted(retained & produced))
     return _SegmentGraph(graph, [values[lid] for lid in range(len(graph.values))], kept,
-                         (*inputs, *lifted), tuple(scalars))  # fmt: skip
+                         (*inputs, *lifted), tuple(scalars), constants_read)  # fmt: skip
 
 
 def _segment(made: _SegmentGraph, outputs: Sequence[int], built: dict[Hashable, Segment]
@@ -304,7 +300,7 @@ def split_trace(
     for k, m in enumerate(made):
         kinds.setdefault(m.structure(abstract=True), []).append(k)
     for members in kinds.values():
-        reads = [_constants_read(nodes[slice(*bounds[k])], constants) for k in members]
+        reads = [made[k].constants_read for k in members]
         lift = _varying_positions(reads, constants) if len(members) > 1 else frozenset()
         for k in members if lift else ():
             made[k] = _segment_graph(nodes[slice(*bounds[k])], outputs[k], constants, kept,
