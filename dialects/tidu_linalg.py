@@ -22,7 +22,7 @@ from .tidu_structural import StructuralOperation, op_type
 
 class LinalgOperation(StructuralOperation):
     """The primitive's operands and results (as many as it has), verified by its own
-    type rule (``infer_types``: square, float, matching batch dims)."""
+    type rule (``infer_types``: square, float or for some complex, matching batch dims)."""
 
     inputs = var_operand_def()
     outputs = var_result_def()
@@ -38,7 +38,7 @@ class LinalgOperation(StructuralOperation):
             raise VerifyException(f"{self.name} has {primitive.output_count} result(s), got "
                                   f"{len(self.outputs)}.")  # fmt: skip
         for i, value in enumerate(self.inputs):
-            verify_tensor(self, f"operand {i}", value.type, ElementKind.REAL)
+            verify_tensor(self, f"operand {i}", value.type, ElementKind.NUMERIC)
         try:
             expected = self.to_primitive().infer_types(*(op_type(v.type) for v in self.inputs))
         except (ValueError, TypeError) as error:

@@ -2,9 +2,10 @@
 ``ops.decompositions``): well-conditioned random inputs of each op's kind, square and
 batched, in double precision and (for the solves and Cholesky) single.
 
-Generators: ``spd`` (``X Xᵀ + n I``: Cholesky, eigh with a spread spectrum), ``general``
+Generators: ``spd`` (``X X^H + n I``: Cholesky, eigh with a spread spectrum), ``general``
 (``X + n I``: solves, slogdet; well conditioned), ``triangular`` (a dominant diagonal of
-random sign), ``normal`` (SVD and QR: full rank almost surely, distinct values).
+random sign), ``normal`` (SVD and QR: full rank almost surely, distinct values); for a
+complex dtype ``X`` has a random imaginary part too (the solves and Cholesky take them).
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ from tidu_compile import ops
 Generate = Callable[[np.random.Generator], list[np.ndarray]]
 
 
-def _matrix(rng: np.random.Generator, shape: tuple[int, ...], kind: str) -> np.ndarray:
+def _matrix(rng: np.random.Generator, shape: tuple[int, ...], kind: str,
+            dtype: str) -> np.ndarray:  # fmt: skip
     n = shape[-1]
     x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
     if kind == "spd":
-        return x @ np.swapaxes(x, -1, -2) + n * np.eye(n)
+        return x @ np.conj(np.swapaxes(x, -1, -2)) + n * np.eye(n)
     if kind == "general":
         return x + n * np.eye(n)
     if kind == "triangular":
@@ -35,7 +39,8 @@ def inputs(kinds: tuple[str, ...], shapes: tuple[tuple[int, ...], ...], dtype: s
     """A generator of one matrix (or right-hand side) per ``kinds``/``shapes`` entry."""
 
     def generate(rng: np.random.Generator) -> list[np.ndarray]:
-        return [_matrix(rng, s, k).astype(dtype) for k, s in zip(kinds, shapes, strict=True)]
+        return [_matrix(rng, s, k, dtype).astype(dtype)
+                for k, s in zip(kinds, shapes, strict=True)]  # fmt: skip
 
     return generate
 
@@ -45,7 +50,7 @@ ROWS = [
     ("triangle_part0", ops.TrianglePart(0), ("normal",), ((3, 3),), ("float64", "complex128")),
     ("triangle_part_upper1", ops.TrianglePart(1, True), ("normal",), ((2, 3, 4),), ("float64",)),
     ("triangle_part-1", ops.TrianglePart(-1), ("normal",), ((4, 3),), ("float32",)),
-    ("cholesky", ops.Cholesky((3, 3)), ("spd",), ((3, 3),), ("float64", "float32")),
+    ("cholesky", ops.Cholesky((3, 3)), ("spd",), ((3, 3),), ("float64", "float32", "complex128")),
     ("cholesky_batched", ops.Cholesky((2, 4, 4)), ("spd",), ((2, 4, 4),), ("float64",)),
     ("slogdet", ops.Slogdet((3, 3)), ("general",), ((3, 3),), ("float64",)),
     ("slogdet_batched", ops.Slogdet((2, 3, 3)), ("general",), ((2, 3, 3),), ("float64",)),
@@ -67,7 +72,7 @@ for _transpose in (False, True):
     _suffix = "_t" if _transpose else ""
     ROWS += [
         (f"solve{_suffix}", ops.Solve((3, 3), (3, 2), _transpose), ("general", "normal"),
-         ((3, 3), (3, 2)), ("float64", "float32")),
+         ((3, 3), (3, 2)), ("float64", "float32", "complex128")),
         (f"solve_batched{_suffix}", ops.Solve((2, 3, 3), (2, 3, 3), _transpose),
          ("general", "normal"), ((2, 3, 3), (2, 3, 3)), ("float64",)),
     ]  # fmt: skip
@@ -76,6 +81,7 @@ for _transpose in (False, True):
             _flags = f"{'_upper' if _upper else ''}{_suffix}{'_unit' if _unit else ''}"
             _name = f"triangular_solve{_flags}"
             _op = ops.TriangularSolve((3, 3), (3, 2), _upper, _transpose, _unit)
-            ROWS.append((_name, _op, ("triangular", "normal"), ((3, 3), (3, 2)), ("float64",)))
+            _dtypes = ("float64", "complex128") if _unit == _upper else ("float64",)
+            ROWS.append((_name, _op, ("triangular", "normal"), ((3, 3), (3, 2)), _dtypes))
 ROWS.append(("triangular_solve_batched", ops.TriangularSolve((2, 3, 3), (2, 3, 4)),
              ("triangular", "normal"), ((2, 3, 3), (2, 3, 4)), ("float64", "float32")))

@@ -21,7 +21,7 @@ def _t(*shape: int, dtype: str = "float64") -> TensorType:
         (ops.Cholesky((3,)), [_t(3)], ValueError, "at least 2 dimensions"),
         (ops.Cholesky((2, 3)), [_t(2, 3)], ValueError, "square"),
         (ops.Cholesky((3, 3)), [_t(3, 3, dtype="int64")], TypeError, "float32, float64"),
-        (ops.Cholesky((3, 3)), [_t(3, 3, dtype="complex128")], TypeError, "dtype complex128"),
+        (ops.Slogdet((3, 3)), [_t(3, 3, dtype="complex128")], TypeError, "dtype complex128"),
         (ops.Eigh((2, 3)), [_t(2, 3)], ValueError, "square"),
         (ops.Slogdet((4,)), [_t(4)], ValueError, "at least 2"),
         (ops.Solve((3, 3), (3, 2)), [_t(3, 3), _t(4, 2)], ValueError, "b has shape"),

@@ -15,10 +15,12 @@ matrix_power(a, n)     products by repeated squaring (``inv`` first when ``n < 0
 lstsq(a, b, rcond)     ``pinv(a) @ b`` (see ``lstsq``)
 =====================  ==========================================================
 
-All batch over leading axes, as numpy; integers become float64; complex matrices are
-not supported yet (``TypeError``). Bad shapes raise ``LinAlgError``-like ``ValueError``s
-before any call. eigh and svd: the derivatives of the vectors are infinite where two
-eigenvalues (singular values) tie; see ``ops.decompositions``.
+All batch over leading axes, as numpy; integers become float64. Complex matrices:
+``solve``, ``inv``, ``cholesky`` (``a = L L^H``) and ``matrix_power`` take them (and
+scipy's triangular and Cholesky solves); the others raise ``TypeError`` (not yet).
+Bad shapes raise ``LinAlgError``-like ``ValueError``s before any call. eigh and svd:
+the derivatives of the vectors are infinite where two eigenvalues (singular values)
+tie; see ``ops.decompositions``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tidu_compile import ops
-from tidu_compile.frontend.elementwise import compare, unary, where
+from tidu_compile.frontend.elementwise import compare, conj, unary, where
 from tidu_compile.frontend.linalg import matmul
 from tidu_compile.frontend.promotion import broadcast_to, unary_input
 from tidu_compile.frontend.reductions import max, sum
@@ -38,7 +40,8 @@ from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor, apply1, apply_op
 
 __all__ = [
-    "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "det",
+    "COMPLEX_FUNCTIONS", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "adjoint",
+    "cholesky", "det",
     "eigh", "eigvalsh", "inv", "lstsq", "matrix_power", "matrices", "pinv", "qr", "slogdet",
     "solve", "svd", "svdvals", "vector_rhs",
 ]  # fmt: skip
@@ -65,11 +68,18 @@ class QRResult(NamedTuple):
     R: Tensor  # noqa: N815
 
 
+#: The functions that take complex matrices (their primitives' rules are the adjoint's).
+COMPLEX_FUNCTIONS = ("solve", "inv", "cholesky", "matrix_power", "solve_triangular",
+                     "cho_factor", "cho_solve")  # fmt: skip
+
+
 def matrices(a: Any, name: str, square: bool = True) -> Tensor:
-    """``a`` as a float tensor of matrices (``[..., m, n]``), checked before any call."""
+    """``a`` as a float (or, for ``COMPLEX_FUNCTIONS``, complex) tensor of matrices
+    (``[..., m, n]``), checked before any call."""
     x = unary_input(a)
-    if x.dtype.kind == "c":
-        raise TypeError(f"{name}: complex matrices are not supported yet (dtype {x.dtype})")
+    if x.dtype.kind == "c" and name not in COMPLEX_FUNCTIONS:
+        raise TypeError(f"{name}: complex matrices are not supported yet (dtype {x.dtype}); "
+                        f"complex ones are taken by {', '.join(COMPLEX_FUNCTIONS)}")
     if x.ndim < 2:
         raise ValueError(f"{name}: {x.ndim}-dimensional array given; the array must be at "
                          "least two-dimensional")  # fmt: skip
@@ -79,10 +89,16 @@ def matrices(a: Any, name: str, square: bool = True) -> Tensor:
     return x
 
 
+def adjoint(x: Tensor) -> Tensor:
+    """``x^H`` of the last two axes (``x^T`` for real matrices)."""
+    return conj(swapaxes(x, -1, -2))
+
+
 def _lower_reads(x: Tensor, upper: bool) -> Tensor:
     """What the primitives that read a lower triangle get for ``x``'s lower (``upper``:
-    upper) triangle: ``x`` itself, or ``xᵀ`` (its upper triangle is ``x``'s lower)."""
-    return swapaxes(x, -1, -2) if upper else x
+    upper) triangle: ``x`` itself, or ``x^H`` (the Hermitian matrix ``x``'s upper
+    triangle gives has that lower triangle)."""
+    return adjoint(x) if upper else x
 
 
 def vector_rhs(a: Tensor, b: Any, name: str) -> tuple[Tensor, Tensor, bool]:
@@ -135,11 +151,11 @@ def det(a: Any) -> Tensor:
 
 
 def cholesky(a: Any, upper: bool = False) -> Tensor:
-    """The lower factor ``L`` of ``a = L Lᵀ`` (``upper``: ``Lᵀ``), from ``a``'s lower
+    """The lower factor ``L`` of ``a = L L^H`` (``upper``: ``L^H``), from ``a``'s lower
     (upper) triangle, as numpy (the gradient flows to that triangle)."""
     x = matrices(a, "cholesky")
     factor = apply1(ops.Cholesky(x.shape), _lower_reads(x, upper))
-    return swapaxes(factor, -1, -2) if upper else factor
+    return adjoint(factor) if upper else factor
 
 
 def eigh(a: Any, UPLO: str = "L") -> EighResult:  # noqa: N803 - numpy's name

@@ -4,20 +4,20 @@ the matrix exponential.
 =================================  ==================================================
 function                           as
 =================================  ==================================================
-solve_triangular(a, b, trans,      ``triangular_solve`` (reads only ``a``'s triangle)
-lower, unit_diagonal)
-cholesky(a, lower)                 scipy's: ``U`` (``a = Uᵀ U``, from the upper triangle)
+solve_triangular(a, b, trans,      ``triangular_solve`` (reads only ``a``'s triangle);
+lower, unit_diagonal)              ``trans='C'``: ``conj(op(a)^-T conj(b))``
+cholesky(a, lower)                 scipy's: ``U`` (``a = U^H U``, from the upper triangle)
                                    or ``L`` (``lower``), numpy's ``cholesky``
 cho_factor(a, lower)               ``(c, lower)``, ``c = cholesky(a, lower)``; the other
                                    triangle is zero, where scipy leaves ``a``'s values
-cho_solve((c, lower), b)           two triangular solves, ``A⁻¹ b`` for ``A = c cᵀ``
-                                   (``cᵀ c`` when upper)
+cho_solve((c, lower), b)           two triangular solves, ``A⁻¹ b`` for ``A = c c^H``
+                                   (``c^H c`` when upper)
 expm(a)                            ``expm`` (scipy's Padé); the derivative is
                                    ``expm_frechet``
 =================================  ==================================================
 
 Batched over leading axes (scipy's own solve_triangular is not); ``b`` a vector or a
-batch of matrices; real dtypes.
+batch of matrices; real or complex, but ``expm`` real only.
 """
 
 from __future__ import annotations
@@ -26,20 +26,24 @@ from typing import Any
 
 from tidu_compile import ops
 from tidu_compile.frontend import factorizations
-from tidu_compile.frontend.factorizations import matrices, vector_rhs
-from tidu_compile.frontend.shapes import swapaxes
+from tidu_compile.frontend.elementwise import conj
+from tidu_compile.frontend.factorizations import adjoint, matrices, vector_rhs
 from tidu_compile.frontend.tensor import Tensor, apply1
 
 __all__ = ["cho_factor", "cho_solve", "cholesky", "expm", "solve_triangular"]
 
-_TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
+#: scipy's ``trans`` -> (transpose, conjugate): ``op(a)`` is ``a``, ``aᵀ`` or ``a^H``.
+_TRANS = {0: (False, False), "N": (False, False), 1: (True, False), "T": (True, False),
+          2: (True, True), "C": (True, True)}  # fmt: skip
 
 
-def _triangular(a: Tensor, b: Any, lower: bool, transpose: bool, unit_diagonal: bool,
+def _triangular(a: Tensor, b: Any, lower: bool, trans: tuple[bool, bool], unit_diagonal: bool,
                 name: str) -> Tensor:  # fmt: skip
+    """``op(a)^-1 b``; ``a^-H b = conj(a^-T conj(b))`` (``conj``: nothing on reals)."""
+    transpose, conjugate = trans
     a, rhs, vector = vector_rhs(a, b, name)
     op = ops.TriangularSolve(a.shape, rhs.shape, not lower, transpose, unit_diagonal)
-    x = apply1(op, a, rhs)
+    x = conj(apply1(op, a, conj(rhs))) if conjugate else apply1(op, a, rhs)
     return x.reshape(x.shape[:-1]) if vector else x
 
 
@@ -48,7 +52,7 @@ def solve_triangular(
     overwrite_b: bool = False, check_finite: bool = True,
 ) -> Tensor:  # fmt: skip
     """``x`` with ``op(a) x = b`` for the lower (``lower``) or upper triangle of ``a``;
-    ``op`` is the transpose for ``trans`` 1/'T' (or 2/'C': real matrices)."""
+    ``op`` is the transpose for ``trans`` 1/'T', the conjugate transpose for 2/'C'."""
     if trans not in _TRANS:
         raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got "
                          f"{trans!r}")  # fmt: skip
@@ -58,7 +62,7 @@ def solve_triangular(
 
 def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False,
                check_finite: bool = True) -> tuple[Tensor, bool]:  # fmt: skip
-    """``(c, lower)``: the Cholesky factor of ``a`` (lower ``L`` or upper ``Lᵀ``) for
+    """``(c, lower)``: the Cholesky factor of ``a`` (lower ``L`` or upper ``L^H``) for
     ``cho_solve``. Unlike scipy, ``c``'s other triangle is zero (it holds ``a``'s
     values there)."""
     return cholesky(a, lower), lower
@@ -66,21 +70,21 @@ def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False,
 
 def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
              check_finite: bool = True) -> Tensor:  # fmt: skip
-    """scipy's ``cholesky``: the upper factor ``U`` of ``a = Uᵀ U`` (``lower``: ``L``
-    of ``a = L Lᵀ``), from the triangle it names."""
+    """scipy's ``cholesky``: the upper factor ``U`` of ``a = U^H U`` (``lower``: ``L``
+    of ``a = L L^H``), from the triangle it names."""
     return factorizations.cholesky(a, upper=not lower)
 
 
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False,
               check_finite: bool = True) -> Tensor:  # fmt: skip
-    """``A⁻¹ b`` from ``cho_factor``'s ``(c, lower)``: ``L⁻ᵀ (L⁻¹ b)`` with ``L = c``
-    (lower) or ``cᵀ`` (upper)."""
+    """``A⁻¹ b`` from ``cho_factor``'s ``(c, lower)``: ``L^-H (L⁻¹ b)`` with ``L = c``
+    (lower) or ``c^H`` (upper)."""
     c, lower = c_and_lower
     factor = matrices(c, "cho_solve")
-    if not lower:  # A = Uᵀ U: U⁻¹ (U⁻ᵀ b)
-        factor = swapaxes(factor, -1, -2)
-    half = _triangular(factor, b, True, False, False, "cho_solve")
-    return _triangular(factor, half, True, True, False, "cho_solve")
+    if not lower:  # A = U^H U: U⁻¹ (U^-H b)
+        factor = adjoint(factor)
+    half = _triangular(factor, b, True, (False, False), False, "cho_solve")
+    return _triangular(factor, half, True, (True, True), False, "cho_solve")
 
 
 def expm(A: Any) -> Tensor:  # noqa: N803 - scipy's name

@@ -10,12 +10,12 @@ op                         rules
 =========================  ============================================================
 triangle_part(k, upper)    ``tril(x, k)`` (``triu(x, k)``); linear and self-adjoint
 triangular_solve           ``X = op(A)^-1 B`` for triangular A; ``dX = op(A)^-1 (dB -
-(upper, transpose_a,       op(tri(dA)) X)``; transpose in B: the solve with
-unit_diagonal)             ``transpose_a`` flipped
+(upper, transpose_a,       op(tri(dA)) X)``; transpose in B: ``conj`` of the solve with
+unit_diagonal)             ``transpose_a`` flipped of ``conj(ct)`` (``op(A)^-H ct``)
 solve(transpose_a)         ``X = op(A)^-1 B`` (LU); ``dX = op(A)^-1 (dB - op(dA) X)``;
                            transpose in B as above
-cholesky                   ``L L^T = A`` from A's lower triangle (LAPACK's ``potrf``);
-                           ``dL = L Phi(L^-1 S L^-T)``, ``S = tril(dA) + tril(dA, -1)^T``,
+cholesky                   ``L L^H = A`` from A's lower triangle (LAPACK's ``potrf``);
+                           ``dL = L Phi(L^-1 S L^-H)``, ``S = tril(dA) + tril(dA, -1)^H``,
                            ``Phi`` = lower triangle, half diagonal (Murray 2016; JAX's
                            ``_cholesky_jvp_rule``)
 slogdet                    ``(sign, log|det A|)``; ``d log|det| = sum(A^-T * dA)``; the
@@ -23,7 +23,12 @@ slogdet                    ``(sign, log|det A|)``; ``d log|det| = sum(A^-T * dA)
 =========================  ============================================================
 
 They run as library calls between kernels, by design (LAPACK through numpy and scipy;
-``library_call``): a factorisation is not an elementwise region. Real dtypes only.
+``library_call``): a factorisation is not an elementwise region (the real ones are
+LAPACK kernels in native code: ``passes/tidu_lower_linalg.py``). The solves and Cholesky
+take complex matrices too (``COMPLEX_LINALG``): their rules are written with ``Conj``
+(the identity on real values, folded away by the compiler), so one rule serves both;
+on complex values a transpose is the conjugate transpose (the adjoint, tidu's
+convention). slogdet is real only (its complex sign has a tangent).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import scipy.linalg.lapack
 
 from tidu_compile.ad import ADRuleError, ADRuleKind
 from tidu_compile.ops.base import (
+    COMPLEX_DTYPES,
     FLOAT_DTYPES,
     Ref,
     TensorOp,
@@ -48,11 +54,18 @@ from tidu_compile.ops.base import (
     primitive,
 )
 from tidu_compile.ops.batching import batch_by_moving_axis
+from tidu_compile.ops.complex_ops import Conj
 from tidu_compile.ops.elementwise import Add, FullLike, Mul, Neg, Scale, Sub
 from tidu_compile.ops.ir_fields import shape_of_operand
 from tidu_compile.ops.structural import DotGeneral, ReduceSum, Transpose
 
-__all__ = ["Cholesky", "LinalgOp", "Slogdet", "Solve", "TrianglePart", "TriangularSolve"]
+__all__ = [
+    "COMPLEX_LINALG", "Cholesky", "LinalgOp", "Slogdet", "Solve", "TrianglePart",
+    "TriangularSolve",
+]  # fmt: skip
+
+#: The dtypes of the primitives that take complex matrices too (solves, Cholesky).
+COMPLEX_LINALG = FLOAT_DTYPES + COMPLEX_DTYPES
 
 
 class LinalgOp(TensorOp):
@@ -103,17 +116,27 @@ def matmul_op(x_shape: tuple[int, ...], y_shape: tuple[int, ...]) -> DotGeneral:
     return DotGeneral((nb + 1,), (nb,), batch, batch, tuple(x_shape), tuple(y_shape))
 
 
+def adjoint_last(b, x: Ref, ndim: int) -> int:  # type: ignore[no-untyped-def]
+    """``x^H``, ``conj(x^T)`` of the last two axes (``x^T`` on real values); linear."""
+    return linear(b, Conj(), [swap_last(b, x, ndim)], (True,))
+
+
 def lower_symmetric(b, t: int, ndim: int) -> int:  # type: ignore[no-untyped-def]
-    """``tril(t) + tril(t, -1)ᵀ``, the symmetric matrices ``t``'s lower triangles give
-    (what LAPACK's symmetric routines read); linear in ``t``."""
+    """``H + H^H`` with ``H = tril(t, -1) + diag(t) / 2``: the symmetric (Hermitian)
+    matrices ``t``'s lower triangles give, as LAPACK's symmetric routines read them
+    (``tril(t) + tril(t, -1)ᵀ`` on real values; the real part of a complex diagonal);
+    linear in ``t``."""
     strict = linear(b, TrianglePart(-1), [t], (True,))
     lower = linear(b, TrianglePart(0), [t], (True,))
-    return linear(b, Add(), [lower, swap_last(b, strict, ndim)], (True, True))
+    both = linear(b, Add(), [lower, strict], (True, True))
+    half = linear(b, Scale(0.5), [both], (True,))
+    return linear(b, Add(), [half, adjoint_last(b, half, ndim)], (True, True))
 
 
 def lower_symmetric_values(a: np.ndarray) -> np.ndarray:
     """``lower_symmetric`` of arrays (the oracles')."""
-    return np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
+    half = (np.tril(a) + np.tril(a, -1)) / 2
+    return half + np.conj(np.swapaxes(half, -1, -2))
 
 
 def identity_like(b, square: Ref) -> int:  # type: ignore[no-untyped-def]
@@ -188,6 +211,7 @@ class _SolveBase(LinalgOp):
     ``b_shape`` ``[..., n, k]`` (same leading dims); ``op(A) = A^T`` when ``transpose_a``."""
 
     input_count = 2
+    allowed_dtypes = COMPLEX_LINALG
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
@@ -220,8 +244,11 @@ class _SolveBase(LinalgOp):
     def transpose_rule(self, b, cts, inputs, role, ctx):
         if active(role, 0):
             raise ADRuleError.invalid_input(self, ADRuleKind.TRANSPOSE, "not linear in a")
+        # op(A)^-H ct = conj(op(A)^-T conj(ct)): the adjoint, also of complex A
         flipped = dataclasses.replace(self, transpose_a=not self.transpose_a)  # type: ignore[attr-defined,type-var]
-        return [None, linear(b, flipped, [inputs[0], cts[0]], (False, True))]
+        conj_ct = linear(b, Conj(), [cts[0]], (True,))
+        solved = linear(b, flipped, [inputs[0], conj_ct], (False, True))
+        return [None, linear(b, Conj(), [solved], (True,))]
 
 
 @primitive
@@ -279,11 +306,12 @@ class Solve(_SolveBase):
 
 @primitive
 class Cholesky(LinalgOp):
-    """The lower factor ``L`` of ``L L^T = A`` for the symmetric ``A`` its lower triangle
-    gives (only that triangle is read, as numpy's and LAPACK's ``potrf``)."""
+    """The lower factor ``L`` of ``L L^H = A`` for the symmetric (Hermitian) ``A`` its
+    lower triangle gives (only that triangle is read, as numpy's and LAPACK's ``potrf``)."""
 
     shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
+    allowed_dtypes = COMPLEX_LINALG
     status_error = "cholesky: the matrix is not positive definite (LAPACK potrf info {info})"
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
@@ -314,8 +342,8 @@ class Cholesky(LinalgOp):
         factor = ys[0]
         solve = TriangularSolve(shape, shape)
         left = linear(b, solve, [factor, lower_symmetric(b, ts[0], nd)], (False, True))
-        # L^-1 S L^-T is symmetric: the solve of L^-1 (L^-1 S)^T is it.
-        inner = linear(b, solve, [factor, swap_last(b, left, nd)], (False, True))
+        # L^-1 S L^-H is Hermitian: the solve of L^-1 (L^-1 S)^H is it.
+        inner = linear(b, solve, [factor, adjoint_last(b, left, nd)], (False, True))
         halves = linear(b, Add(), [linear(b, TrianglePart(0), [inner], (True,)),
                                    linear(b, TrianglePart(-1), [inner], (True,))], (True, True))
         phi = linear(b, Scale(0.5), [halves], (True,))
