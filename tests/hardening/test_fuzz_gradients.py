@@ -166,13 +166,20 @@ def test_fuzz_compiled_reference_and_finite_differences() -> None:
     assert counts.skipped <= max(2, counts.programs // 5), "too many non-smooth programs"
 
 
+#: The op-table fuzzer runs in this many tests (every ``SHARDS``-th op each), so that
+#: pytest-xdist spreads it over its workers instead of one worker running all of it.
+SHARDS = 3
+
+
 @pytest.mark.timeout(timeout_seconds(240))
-def test_every_op_of_the_table_is_fuzzed() -> None:
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_every_op_of_the_table_is_fuzzed(shard: int) -> None:
     """Each parameterless elementwise op of the op table in one seeded program, as its
     last step and part of the loss: a new table op is fuzzed with no edit here."""
     counts = FuzzCounts("op-table fuzzer")
     executors = Executors()
-    for number, name in enumerate(sorted(TABLE_OPS)):
+    table = sorted(TABLE_OPS)
+    for number, name in list(enumerate(table))[shard::SHARDS]:
         base = make_program(10_000 + number, steps=3)
         program = dataclasses.replace(
             base,
@@ -185,8 +192,8 @@ def test_every_op_of_the_table_is_fuzzed() -> None:
             counts.fail(f"{name}: {type(error).__name__}: {error} [{program.describe()}]")
         counts.programs += 1
     counts.finish()
-    print(counts.line(), f"ops={len(TABLE_OPS)}")
-    assert counts.programs == len(TABLE_OPS) >= 40
+    print(counts.line(), f"ops={counts.programs} of {len(table)}")
+    assert counts.programs == len(table[shard::SHARDS]) and len(table) >= 40
     assert not counts.failures, "\n".join(counts.failures[:10])
 
 
