@@ -1,5 +1,6 @@
-"""Complex matrices in the solves and Cholesky (``numpy.linalg.solve``, ``inv``,
-``cholesky``, ``matrix_power``; ``scipy.linalg.solve_triangular``, ``cho_solve``): the
+"""Complex matrices in the solves, determinants and Cholesky (``numpy.linalg.solve``,
+``inv``, ``det``, ``slogdet``, ``cholesky``, ``matrix_power``;
+``scipy.linalg.solve_triangular``, ``cho_solve``): the
 gradient of a real loss is ``dL/dRe + i dL/dIm`` (tidu's convention, PyTorch's),
 checked against central differences in both parts, on the reference executor and
 compiled (per op and under ``@tc.function``, no fallback)."""
@@ -24,10 +25,12 @@ HPD = _X @ _X.conj().T + 3 * np.eye(3)  # Hermitian positive definite, well cond
 RHS = RNG.standard_normal((3, 2)) + 1j * RNG.standard_normal((3, 2))
 WEIGHTS = RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3))
 
-#: name -> the function of a complex matrix (a result of 3 rows)
+#: name -> the function of a complex matrix (a matrix of at most 3 x 3)
 FUNCTIONS: dict[str, Callable[[Any], Any]] = {
     "solve": lambda a: tnp.linalg.solve(a, RHS),
     "inv": tnp.linalg.inv,
+    "det": lambda a: tnp.linalg.det(a)[None, None],
+    "slogdet": lambda a: tnp.stack([tnp.linalg.slogdet(a)[0], tnp.linalg.slogdet(a)[1]])[:, None],
     "cholesky": tnp.linalg.cholesky,
     "cholesky_upper": lambda a: tnp.linalg.cholesky(a, upper=True),
     "matrix_power-2": lambda a: tnp.linalg.matrix_power(a, -2),
@@ -43,7 +46,7 @@ def _loss(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
     def loss(a: Any) -> Any:
         y = f(a)
-        w = WEIGHTS[:, : y.shape[-1]]
+        w = WEIGHTS[: y.shape[0], : y.shape[-1]]
         return tnp.sum(tnp.real(y * np.conj(w))) + tnp.sum(tnp.abs(y) ** 2)
 
     return loss
@@ -88,10 +91,17 @@ def test_complex_values_match_numpy_and_scipy() -> None:
                                rtol=1e-12)  # fmt: skip
     x = tsl.cho_solve(tsl.cho_factor(HPD), RHS).numpy()
     np.testing.assert_allclose(x, np.linalg.solve(HPD, RHS), rtol=1e-10)
+    general = HPD + 1j * WEIGHTS
+    sign, logabsdet = tnp.linalg.slogdet(general)
+    assert sign.dtype == np.complex128 and logabsdet.dtype == np.float64
+    np.testing.assert_allclose(sign.numpy(), np.linalg.slogdet(general)[0], rtol=1e-12)
+    np.testing.assert_allclose(logabsdet.numpy(), np.linalg.slogdet(general)[1], rtol=1e-12)
+    np.testing.assert_allclose(tnp.linalg.det(general).numpy(), np.linalg.det(general),
+                               rtol=1e-12)  # fmt: skip
 
 
-@pytest.mark.parametrize("call", [tnp.linalg.eigh, tnp.linalg.svd, tnp.linalg.slogdet,
-                                  tnp.linalg.det, tsl.expm])  # fmt: skip
+@pytest.mark.parametrize("call", [tnp.linalg.eigh, tnp.linalg.svd, tnp.linalg.qr,
+                                  tnp.linalg.pinv, tsl.expm])  # fmt: skip
 def test_the_others_refuse_complex_matrices_by_name(call: Callable[[Any], Any]) -> None:
     with pytest.raises(TypeError, match="complex matrices are not supported yet"):
         call(HPD)

@@ -16,7 +16,8 @@ lstsq(a, b, rcond)     ``pinv(a) @ b`` (see ``lstsq``)
 =====================  ==========================================================
 
 All batch over leading axes, as numpy; integers become float64. Complex matrices:
-``solve``, ``inv``, ``cholesky`` (``a = L L^H``) and ``matrix_power`` take them (and
+``solve``, ``inv``, ``slogdet`` and ``det`` (``complex_slogdet``: a complex sign, a real
+log-determinant), ``cholesky`` (``a = L L^H``) and ``matrix_power`` take them (and
 scipy's triangular and Cholesky solves); the others raise ``TypeError`` (not yet).
 Bad shapes raise ``LinAlgError``-like ``ValueError``s before any call. eigh and svd:
 the derivatives of the vectors are infinite where two eigenvalues (singular values)
@@ -69,8 +70,8 @@ class QRResult(NamedTuple):
 
 
 #: The functions that take complex matrices (their primitives' rules are the adjoint's).
-COMPLEX_FUNCTIONS = ("solve", "inv", "cholesky", "matrix_power", "solve_triangular",
-                     "cho_factor", "cho_solve")  # fmt: skip
+COMPLEX_FUNCTIONS = ("solve", "inv", "slogdet", "det", "cholesky", "matrix_power",
+                     "solve_triangular", "cho_factor", "cho_solve")  # fmt: skip
 
 
 def matrices(a: Any, name: str, square: bool = True) -> Tensor:
@@ -140,7 +141,8 @@ def inv(a: Any) -> Tensor:
 def slogdet(a: Any) -> SlogdetResult:
     """``(sign, log|det a|)`` (LU); the gradient of ``logabsdet`` is ``inv(a)ᵀ``."""
     x = matrices(a, "slogdet")
-    sign, logabsdet = apply_op(ops.Slogdet(x.shape), [x])
+    op = ops.ComplexSlogdet if x.dtype.kind == "c" else ops.Slogdet
+    sign, logabsdet = apply_op(op(x.shape), [x])
     return SlogdetResult(sign, logabsdet)
 
 

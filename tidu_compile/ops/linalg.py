@@ -20,6 +20,9 @@ cholesky                   ``L L^H = A`` from A's lower triangle (LAPACK's ``pot
                            ``_cholesky_jvp_rule``)
 slogdet                    ``(sign, log|det A|)``; ``d log|det| = sum(A^-T * dA)``; the
                            sign is locally constant (tangent 0)
+complex_slogdet            slogdet of complex A: sign complex, ``log|det|`` real; with
+                           ``tau = sum(A^-T * dA)``: ``d log|det| = Re tau``,
+                           ``d sign = sign * i Im tau``
 =========================  ============================================================
 
 They run as library calls between kernels, by design (LAPACK through numpy and scipy;
@@ -28,7 +31,8 @@ LAPACK kernels in native code: ``passes/tidu_lower_linalg.py``). The solves and 
 take complex matrices too (``COMPLEX_LINALG``): their rules are written with ``Conj``
 (the identity on real values, folded away by the compiler), so one rule serves both;
 on complex values a transpose is the conjugate transpose (the adjoint, tidu's
-convention). slogdet is real only (its complex sign has a tangent).
+convention). slogdet is real only; complex matrices have ``complex_slogdet`` (its
+sign has a tangent, its log-determinant is real).
 """
 
 from __future__ import annotations
@@ -52,16 +56,17 @@ from tidu_compile.ops.base import (
     apply,
     linear,
     primitive,
+    real_dtype_of,
 )
 from tidu_compile.ops.batching import batch_by_moving_axis
-from tidu_compile.ops.complex_ops import Conj
+from tidu_compile.ops.complex_ops import Conj, Imag, Real, ToComplex
 from tidu_compile.ops.elementwise import Add, FullLike, Mul, Neg, Scale, Sub
 from tidu_compile.ops.ir_fields import shape_of_operand
 from tidu_compile.ops.structural import DotGeneral, ReduceSum, Transpose
 
 __all__ = [
-    "COMPLEX_LINALG", "Cholesky", "LinalgOp", "Slogdet", "Solve", "TrianglePart",
-    "TriangularSolve",
+    "COMPLEX_LINALG", "Cholesky", "ComplexSlogdet", "LinalgOp", "Slogdet", "Solve",
+    "TrianglePart", "TriangularSolve",
 ]  # fmt: skip
 
 #: The dtypes of the primitives that take complex matrices too (solves, Cholesky).
@@ -382,3 +387,43 @@ class Slogdet(LinalgOp):
         weighted = linear(b, Mul(), [ts[0], inverse_t], (True, False))
         d_logdet = linear(b, ReduceSum((nd - 2, nd - 1), self.shape), [weighted], (True,))
         return [linear(b, Scale(0.0), [d_logdet], (True,)), d_logdet]
+
+
+@primitive
+class ComplexSlogdet(LinalgOp):
+    """``(sign(det A), log|det A|)`` of complex ``A`` over the batch (LU): ``sign`` of
+    modulus 1, of ``A``'s dtype; ``log|det A|`` of the real dtype of its precision."""
+
+    shape: tuple[int, ...] = shape_of_operand()
+    input_count = 1
+    output_count = 2
+    allowed_dtypes = COMPLEX_DTYPES
+
+    def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
+        self.check_arity(inputs)
+        t = inputs[0]
+        self.check_matrix(t)
+        batch = t.shape[:-2]
+        return (TensorType(batch, t.dtype), TensorType(batch, real_dtype_of(t.dtype)))
+
+    def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        a = arrays[0]
+        sign, logdet = np.linalg.slogdet(a)
+        return (np.asarray(sign, dtype=a.dtype),
+                np.asarray(logdet, dtype=real_dtype_of(a.dtype.name)))  # fmt: skip
+
+    def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        det = np.linalg.det(arrays[0])
+        return (det / np.abs(det), np.log(np.abs(det)))
+
+    def jvp_rule(self, b, xs, ys, ts, ctx):
+        """``tau = tr(A^-1 dA) = sum(A^-T * dA)``, complex-linear in ``dA``; ``log|det|``
+        moves by its real part, the sign turns by its imaginary part."""
+        nd = len(self.shape)
+        eye = identity_like(b, xs[0])
+        inverse_t = apply(b, Solve(self.shape, self.shape, transpose_a=True), [xs[0], eye])
+        weighted = linear(b, Mul(), [ts[0], inverse_t], (True, False))
+        tau = linear(b, ReduceSum((nd - 2, nd - 1), self.shape), [weighted], (True,))
+        d_logdet = linear(b, Real(), [tau], (True,))
+        turn = linear(b, ToComplex(True), [linear(b, Imag(), [tau], (True,))], (True,))
+        return [linear(b, Mul(), [turn, ys[0]], (True, False)), d_logdet]
