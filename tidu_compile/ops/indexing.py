@@ -279,6 +279,8 @@ class IndexedOp(TensorOp):
         """The numpy key of the indexed elements (IndexError for an index out of range)."""
         for d, index in enumerate(indices):
             size = self.big_shape[self.axis + d]
+            if index.size == 1 and -size <= index.item() < size:  # a token id: no reductions
+                continue
             if index.size and (index.min() < -size or index.max() >= size):
                 bad = index[(index < -size) | (index >= size)].flat[0]
                 raise IndexError(
