@@ -45,7 +45,12 @@ from tidu_compile.composite_grad import fused_value_and_grad
 from tidu_compile.eager import Trace
 from tidu_compile.frontend.higher_order import backward_recorded, push_tangents
 from tidu_compile.frontend.namespace import FUNCTIONS
-from tidu_compile.frontend.state import RECORDER, current_capture, get_default_executor
+from tidu_compile.frontend.state import (
+    RECORDER,
+    TransformInTrace,
+    current_capture,
+    get_default_executor,
+)
 from tidu_compile.frontend.tensor import (
     Tensor,
     eager_input,
@@ -186,7 +191,7 @@ def _not_traced(name: str) -> None:
             f"({capture.name}); pass the transform itself to vmap: vmap({name}(f), ...)"
         )
     if capture is not None:
-        raise TypeError(
+        raise TransformInTrace(
             f"tidu_compile.func.{name} cannot run inside a @tidu_compile.function trace; "
             "call it outside the traced function"
         )
@@ -267,6 +272,8 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> C
     transformed.vmap_rule = lambda *axes: batched_value_and_grad(  # type: ignore[attr-defined]
         vjp, f, argnums, *axes
     )
+    transformed.compiled_form = lambda decorate: value_and_grad(decorate(f), argnums)  # type: ignore[attr-defined]
+    transformed.__qualname__ = f"value_and_grad({getattr(f, '__qualname__', 'f')})"
     return transformed
 
 
@@ -280,6 +287,7 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..
     transformed.vmap_rule = lambda in_axes, out_axes, size: batched_value_and_grad(  # type: ignore[attr-defined]
         vjp, f, argnums, in_axes, out_axes, size, value=False
     )
+    transformed.compiled_form = lambda decorate: grad(decorate(f), argnums)  # type: ignore[attr-defined]
     return transformed
 
 

@@ -234,3 +234,41 @@ def test_random_draws_inside_a_trace_are_refused() -> None:
     with pytest.raises(TypeError, match="numpy.random.randn inside @tidu_compile.function"):
         noisy(x)
     assert npr.randn(2).shape == (2,)  # outside traces, numpy's
+
+
+def test_function_of_a_gradient_transform_is_the_transform_of_the_function() -> None:
+    """``tc.function(func.grad(f))`` (JAX's ``jax.jit(jax.grad(f))``) traces ``f`` and runs
+    forward and backward as one program, as ``func.grad(tc.function(f))`` does; a
+    gradient of a gradient too. Before, a call with arrays (nothing to record) ran ``f``
+    op by op. A function that calls a transform itself still runs, eagerly."""
+    from typing import Any
+
+    from tidu_compile import func
+
+    def f(w: Any, x: Any) -> Any:
+        return tc.sum(tc.tanh(x @ w) ** 2)
+
+    def cube_of_sine(u: Any) -> Any:
+        return tc.sin(u) ** 3
+
+    w, x = np.linspace(-1, 1, 6).reshape(3, 2), np.linspace(0, 2, 12).reshape(4, 3)
+    with tc.use_executor(tc.ReferenceExecutor()):
+        value, grads = func.value_and_grad(f, argnums=(0, 1))(w, x)
+        second = func.grad(func.grad(cube_of_sine))(np.array(0.7))
+        nested = func.grad(lambda v: func.grad(lambda u: tc.sum(tc.sin(u) ** 3))(v).sum())(w)
+    executor = CompiledExecutor(cache_dir=False, background=False)
+    with tc.use_executor(executor):
+        jitted = tc.function(func.value_and_grad(f, argnums=(0, 1)))
+        for _ in range(3):
+            hits = executor.stats.memory_hits
+            got_value, got_grads = jitted(w, x)
+        assert executor.stats.memory_hits - hits <= 2  # one program, not one per op
+        np.testing.assert_allclose(got_value.numpy(), value.numpy(), rtol=1e-12)
+        for got, want in zip(got_grads, grads, strict=True):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+        twice = tc.function(func.grad(func.grad(cube_of_sine)))
+        np.testing.assert_allclose(twice(np.array(0.7)).numpy(), second.numpy(), rtol=1e-12)
+        by_lambdas = tc.function(func.grad(lambda v: func.grad(
+            lambda u: tc.sum(tc.sin(u) ** 3))(v).sum()))  # fmt: skip
+        for _ in range(2):  # the first call finds the inner transform; the second remembers
+            np.testing.assert_allclose(by_lambdas(w).numpy(), nested.numpy(), rtol=1e-12)

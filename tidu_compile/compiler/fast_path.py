@@ -39,6 +39,7 @@ only views need the (slower) alignment flag.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -46,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from tidu_compile.compiler import parallel
+from tidu_compile.compiler import native_plan, parallel
 from tidu_compile.compiler.plan import BoundPlan, check_status, library_values, native_copy
 from tidu_compile.ops import Reshape
 
@@ -98,6 +99,7 @@ def build_fast_call(
             f"    if type({value}) is not ndarray or ({value}.shape, {value}.dtype) != UL{index}:"
         )
         lines.append("        return None")
+    lines += _promotion_lines(bound, len(arg_sources), constants)
     names = [f"a{i}" for i in range(len(arg_sources))]
     names += [f"b{i}" for i in range(len(arg_sources), len(bound.plan.types))]
     for index, array in bound.constants.items():  # kernels' %params: bound once
@@ -111,6 +113,27 @@ def build_fast_call(
     namespace = dict(constants)
     exec(compile(source, "<tidu_compile fast_call>", "exec"), namespace)  # noqa: S102
     return FastCall(namespace["fast_call"], source)
+
+
+def _promotion_lines(bound: BoundPlan, arg_count: int, constants: dict[str, Any]) -> list[str]:
+    """For a plan a driver may run (``native_plan.may_promote``): once its checked
+    arguments are at hand, the driver's call when it exists, else a count of the calls,
+    which compiles the driver on the ``PROMOTE_AFTER``-th::
+
+        if NATIVE[0] is not None:
+            return NATIVE[0](a0, a1, a2)
+        if CALLS() == PROMOTE_AFTER:
+            PROMOTE()
+    """
+    if not native_plan.may_promote(bound):
+        return []
+    native: list[Any] = [None]
+    constants.update({"NATIVE": native, "CALLS": itertools.count(1).__next__,
+                      "PROMOTE_AFTER": native_plan.PROMOTE_AFTER,
+                      "PROMOTE": partial(native_plan.promote, bound, native)})  # fmt: skip
+    arguments = ", ".join(f"a{i}" for i in range(arg_count))
+    return ["    if NATIVE[0] is not None:", f"        return NATIVE[0]({arguments})",
+            "    if CALLS() == PROMOTE_AFTER:", "        PROMOTE()"]  # fmt: skip
 
 
 def _step_lines(

@@ -73,15 +73,18 @@ def strided_product(op: DotGeneral) -> StridedProduct | None:
                           (rhs_b, rhs_n, rhs_k))  # fmt: skip
 
 
-def dot_routine(dtype: str) -> str:
+def dot_routine(dtype: str, inline: bool = True) -> str:
     """The LLVM IR of ``@tidu_loop_dot_<dtype>``: loops over the batch, the rows, the
     columns and the depth. It is ``internal`` and ``alwaysinline``: each driver holds it
     and inlines it at every call, where the extents and strides are constants, so LLVM
-    specializes and vectorizes each product."""
+    specializes and vectorizes each product. ``inline=False``: ``noinline``, one routine
+    of runtime extents for all calls (a plan driver's dozens of products would cost O3
+    seconds inlined, ``compiler.native_plan``)."""
     t = DOT_DTYPES[dtype]
+    attribute = "alwaysinline" if inline else "noinline"
     return f"""define internal void @tidu_loop_dot_{dtype}(ptr noalias %out, ptr noalias %a,
     ptr noalias %b, i64 %B, i64 %M, i64 %N, i64 %K, i64 %a.sb, i64 %a.sm, i64 %a.sk,
-    i64 %b.sb, i64 %b.sn, i64 %b.sk) alwaysinline {{
+    i64 %b.sb, i64 %b.sn, i64 %b.sk) {attribute} {{
 entry:
   %empty = icmp eq i64 %B, 0
   %no.rows = icmp eq i64 %M, 0

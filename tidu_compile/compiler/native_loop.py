@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import forksafe
+from tidu_compile.backend.array_abi import ARRAY_DATA_OFFSET
 from tidu_compile.compiler.loop_contractions import DOT_DTYPES, dot_routine, strided_product
 from tidu_compile.compiler.parallel import PARALLEL_WORK
 from tidu_compile.compiler.plan import (
@@ -128,12 +129,17 @@ class _PlanCalls:
     """
 
     def __init__(self, bound: BoundPlan, prefix: str, given: dict[int, str],
-                 invariant: Sequence[int]) -> None:  # fmt: skip
+                 invariant: Sequence[int], by_object: bool = False,
+                 inline_products: bool = True) -> None:  # fmt: skip
         plan = bound.plan
         self.bound, self.prefix, self.given = bound, prefix, given
+        #: Whether the buffer table holds ``PyArrayObject`` addresses (``id``), whose data
+        #: pointer the driver loads (``backend.array_abi``), rather than data pointers.
+        self.by_object = by_object
+        self.inline_products = inline_products  # see ``loop_contractions.dot_routine``
         if any(s not in bound.kernel_addresses for s in plan.kernel_symbols):
             raise NotNative("the plan's kernels have no data-pointer entry points")
-        if None in plan.results:
+        if None in plan.results and not by_object:  # a loop body's results are carries
             raise NotNative("the body has a structurally zero result")
         known = set(invariant) | {index for index, _ in plan.constants}
         #: Buffer -> the buffer whose memory it is (a Reshape's output is its input's).
@@ -184,7 +190,13 @@ class _PlanCalls:
         for i in range(len(self.types)):
             if self.root[i] == i and i not in self.given:
                 lines.append(f"  %{p}b{i}.at = getelementptr ptr, ptr %{p}buffers, i64 {i}")
-                lines.append(f"  %{p}b{i} = load ptr, ptr %{p}b{i}.at")
+                if self.by_object:
+                    lines.append(f"  %{p}b{i}.object = load ptr, ptr %{p}b{i}.at")
+                    lines.append(f"  %{p}b{i}.data = getelementptr i8, ptr %{p}b{i}.object, "
+                                 f"i64 {ARRAY_DATA_OFFSET}")  # fmt: skip
+                    lines.append(f"  %{p}b{i} = load ptr, ptr %{p}b{i}.data")
+                else:
+                    lines.append(f"  %{p}b{i} = load ptr, ptr %{p}b{i}.at")
         for n in range(len(self.kernels)):
             lines.append(f"  %{p}k{n}.at = getelementptr ptr, ptr %{p}kernels, i64 {n}")
             lines.append(f"  %{p}k{n} = load ptr, ptr %{p}k{n}.at")
@@ -244,7 +256,7 @@ class _PlanCalls:
         product = strided_product(step.op)
         if dtype not in DOT_DTYPES or product is None:
             raise NotNative(f"{step.op!r} has no native routine here (kept on BLAS)")
-        self.routines.add(dot_routine(dtype))
+        self.routines.add(dot_routine(dtype, self.inline_products))
         lhs, rhs = (self.pointer(i) for i in step.inputs)
         return (f"  call void @tidu_loop_dot_{dtype}(ptr {self.pointer(step.outputs[0])}, "
                 f"ptr {lhs}, ptr {rhs}, {product.arguments()})")  # fmt: skip

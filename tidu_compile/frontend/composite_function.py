@@ -45,6 +45,7 @@ from tidu_compile.ad import Name
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.frontend.composite_forward import ForwardPlan
 from tidu_compile.frontend.state import (
+    TransformInTrace,
     current_capture,
     get_default_executor,
     grad_enabled,
@@ -269,9 +270,23 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
     A call that records nothing (under ``no_grad``, or no argument requires gradients)
     runs ``fn`` eagerly, unless ``always_compiled``: then it too runs the traced program
     (its outputs are tensors without gradient), as ``tidu_compile.optim``'s steps do.
+
+    ``fn`` made by ``func.grad(f)`` or ``func.value_and_grad(f)`` (JAX's
+    ``jax.jit(jax.value_and_grad(f))``) is that transform of ``function(f)``: the
+    transforms cannot run inside a trace, and of a traced ``f`` they run forward and
+    backward as one program (``compiled_form``). An ``f`` that calls transforms itself
+    (a gradient of a gradient written with lambdas) then runs eagerly, as it would have.
     """
     if fn is None:
         return functools.partial(function, max_traces=max_traces, always_compiled=always_compiled)
+    compiled_form = getattr(fn, "compiled_form", None)
+    if compiled_form is not None:
+        def decorate(inner: Callable[..., Any]) -> Any:
+            traced = function(inner, max_traces=max_traces, always_compiled=always_compiled)
+            traced.transforms_run_eagerly = True
+            return traced
+
+        return functools.wraps(fn)(compiled_form(decorate))
     traces: OrderedDict[Hashable, _Traced] = OrderedDict()
     lock = forksafe.Lock()
 
@@ -300,11 +315,18 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
                 (args, kwargs),
                 lambda leaf: next(replacements) if isinstance(leaf, (Tensor, np.ndarray)) else leaf,
             )
-            traced = _trace(fn, call_args, call_kwargs, inputs)
+            try:
+                traced = _trace(fn, call_args, call_kwargs, inputs)
+            except TransformInTrace:
+                if not getattr(wrapper, "transforms_run_eagerly", False):
+                    raise
+                traced = _EAGER  # remembered: not traced again
             with lock:
                 traces[key] = traced
                 while len(traces) > max_traces:
                     traces.popitem(last=False)
+        if traced is _EAGER:
+            return fn(*args, **kwargs)
         # The tracing call too: every call's values come from the same program.
         if traced.segmented is not None:
             outputs = traced.segmented.call(inputs, traced.constants, records)
@@ -328,13 +350,17 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
                 traced = traces.get(key)
         except TypeError:  # an unhashable argument: the call raises it
             return None
-        if traced is None or traced.segmented is not None:  # segments: the tape's path
-            return None
+        if traced is None or traced is _EAGER or traced.segmented is not None:  # segments:
+            return None  # the tape's path
         return traced, leaves
 
     wrapper.traces = traces  # type: ignore[attr-defined]
     wrapper.trace_for = trace_for  # type: ignore[attr-defined]
     return wrapper
+
+
+#: A signature whose function calls transforms (``function``'s ``compiled_form``): eager.
+_EAGER: Any = object()
 
 
 def _trace(

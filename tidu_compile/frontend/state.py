@@ -14,6 +14,7 @@ from tidu_compile.eager import BackwardExecutor, Recorder
 
 __all__ = [
     "RECORDER",
+    "TransformInTrace",
     "SPECIAL_THREADS",
     "THREAD_STATE",
     "current_capture",
@@ -81,6 +82,11 @@ def grad_enabled() -> bool:
 def is_grad_enabled() -> bool:
     """Whether operations are recorded on the tape in this thread (PyTorch's name)."""
     return _state.grad_enabled
+
+
+class TransformInTrace(TypeError):
+    """A ``tidu_compile.func`` transform called inside a ``@tc.function`` trace, where it
+    cannot run (``composite_function`` runs such a function eagerly where it may)."""
 
 
 def current_capture() -> Any:
