@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 from tidu_compile import forksafe
 from tidu_compile.ad import LinearizedGraph, PrimitiveGraph, fresh_pass_id, linearize
-from tidu_compile.eager_keys import CountingKeySource, KeySource, interned
+from tidu_compile.eager_keys import CountingKeySource, KeySource
 from tidu_compile.evaluation import evaluate_graph
 from tidu_compile.graph import (
     Graph,
@@ -42,6 +42,7 @@ from tidu_compile.graph import (
     Input,
     Primary,
     ValueKey,
+    interned,
     post_order,
     resolve,
 )
@@ -131,7 +132,7 @@ class RecordedGraph:
     @classmethod
     def from_graph(cls, graph: Graph) -> RecordedGraph:
         """``graph`` recorded with its own inputs and outputs (the usual case); its
-        ``structure`` interned (``eager_keys.interned``)."""
+        ``structure`` interned (``graph.interned``)."""
         raw = [k.key for k in graph.input_keys() if isinstance(k, Input)]
         recorded = cls(graph, raw, graph.output_keys())
         recorded.structure = interned(recorded.structure)

@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
 
-from tidu_compile import forksafe
-
-__all__ = ["CountingKeySource", "EagerKey", "KeySource", "TangentKey", "interned"]
+__all__ = ["CountingKeySource", "EagerKey", "KeySource", "TangentKey"]
 
 
 class EagerKey(int):
@@ -62,26 +58,3 @@ class CountingKeySource(KeySource):
 
     def fresh_input_key(self) -> EagerKey:
         return EagerKey(next(self._counter))
-
-
-#: Structures of the graphs ``eager.RecordedGraph.from_graph`` made (traces, fused programs,
-#: segments), interned: equal structures are one object, so the executors' caches keyed
-#: by one (``graph_runs``, ``graph_fast``, ``node_graphs``) find it by identity rather
-#: than by comparing two deep keys on every call (a second ``@tc.function`` of one
-#: function paid ~2.5 ms per call for it). Bounded: past it, a structure is only slower.
-_INTERNED: OrderedDict[Any, Any] = OrderedDict()
-_INTERNED_LIMIT = 4096
-_INTERNED_LOCK = forksafe.Lock()
-
-
-def interned(structure: Any) -> Any:
-    """The one structure equal to ``structure`` (itself, the first time)."""
-    with _INTERNED_LOCK:
-        found = _INTERNED.get(structure)
-        if found is None:
-            found = _INTERNED[structure] = structure
-            if len(_INTERNED) > _INTERNED_LIMIT:
-                _INTERNED.popitem(last=False)
-        else:
-            _INTERNED.move_to_end(structure)
-    return found

@@ -14,13 +14,17 @@ This layer is pure Python: it knows nothing about numpy, AD or LLVM.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
 
+from tidu_compile import forksafe
+
 T = TypeVar("T")
 
 __all__ = [
+    "interned",
     "Input",
     "Derived",
     "OperationKey",
@@ -496,3 +500,26 @@ def resolve(graphs: Graph | Iterable[Graph]) -> ResolvedView:
                     node.producer[1],
                 )
     return ResolvedView(definitions, ordered, roots)
+
+
+#: Structures of the graphs ``eager.RecordedGraph.from_graph`` made (traces, fused programs,
+#: segments), interned: equal structures are one object, so the executors' caches keyed
+#: by one (``graph_runs``, ``graph_fast``, ``node_graphs``) find it by identity rather
+#: than by comparing two deep keys on every call (a second ``@tc.function`` of one
+#: function paid ~2.5 ms per call for it). Bounded: past it, a structure is only slower.
+_INTERNED: OrderedDict[Any, Any] = OrderedDict()
+_INTERNED_LIMIT = 4096
+_INTERNED_LOCK = forksafe.Lock()
+
+
+def interned(structure: Any) -> Any:
+    """The one structure equal to ``structure`` (itself, the first time)."""
+    with _INTERNED_LOCK:
+        found = _INTERNED.get(structure)
+        if found is None:
+            found = _INTERNED[structure] = structure
+            if len(_INTERNED) > _INTERNED_LIMIT:
+                _INTERNED.popitem(last=False)
+        else:
+            _INTERNED.move_to_end(structure)
+    return found
