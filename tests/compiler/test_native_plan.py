@@ -98,11 +98,11 @@ def test_programs_of_other_shapes_through_one_executor_get_their_own_drivers(
 ) -> None:
     executor = CompiledExecutor(cache_dir=False, background=False)
     with tc.use_executor(executor):
-        for width, steps in ((4, 5), (6, 5), (4, 7), (4, 5), (6, 5)):
-            for _ in range(4):
+        for width, steps in ((4, 5), (6, 5), (4, 5)):
+            for _ in range(3):
                 arrays = _inputs(width, steps)
                 _assert_close(_compiled(_rnn, arrays), _reference(_rnn, arrays))
-    assert len({p.plan.types for p in promoted}) >= 3  # a driver per shape
+    assert len({p.plan.types for p in promoted}) >= 2  # a driver per shape
 
 
 def test_results_are_the_callers_to_write_into(promoted: list[BoundPlan]) -> None:
@@ -131,7 +131,7 @@ def test_a_promoted_plan_agrees_from_several_threads(promoted: list[BoundPlan]) 
 
     def work(k: int) -> None:
         with tc.use_executor(executor):
-            for _ in range(20):
+            for _ in range(8):
                 got = _compiled(_rnn, inputs[k])
                 pairs = zip(got, expected[k], strict=True)
                 if not all(np.allclose(g, w, rtol=1e-12) for g, w in pairs):
