@@ -59,7 +59,6 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 
@@ -70,6 +69,7 @@ from .lowering_utils import (
     has_index_type,
     intrinsic_suffix,
     llvm_fastmath,
+    rewrite_each_op,
     same_width_int,
 )
 
@@ -350,7 +350,5 @@ class ConvertArithToLLVMPass(ModulePass):
             FloatMinMaxToLLVM(),
             RejectUnsupported(),
         ]
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(patterns, dce_enabled=False), apply_recursively=False
-        ).rewrite_module(op)
+        rewrite_each_op(op, GreedyRewritePatternApplier(patterns, dce_enabled=False))
         check_no_leftover(op, ("arith.",), self.name)

@@ -27,11 +27,8 @@ from xdsl.dialects import cf, llvm
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    PatternRewriteWalker,
-)
 
-from .lowering_utils import TableRewrite, check_no_leftover
+from .lowering_utils import TableRewrite, check_no_leftover, rewrite_each_op
 
 
 def _br(op: Operation) -> Operation:
@@ -60,5 +57,5 @@ class ConvertCfToLLVMPass(ModulePass):
     name = "convert-cf-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(TableRewrite(_BRANCHES), apply_recursively=False).rewrite_module(op)
+        rewrite_each_op(op, TableRewrite(_BRANCHES))
         check_no_leftover(op, ("cf.",), self.name)

@@ -50,13 +50,12 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .errors import LoweringError
-from .lowering_utils import check_no_leftover, intrinsic_suffix
+from .lowering_utils import check_no_leftover, intrinsic_suffix, rewrite_each_op
 
 # Overloaded LLVM intrinsics called by name; the suffix comes from the result type.
 # Every float intrinsic goes this way, even those xDSL has an ``llvm.intr.*`` op for:
@@ -192,11 +191,8 @@ class ConvertMathToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         libm = LibmMathToLLVM()
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(
-                [IntrinsicMathToLLVM(), libm], dce_enabled=False
-            ),
-            apply_recursively=False,
-        ).rewrite_module(op)
+        rewrite_each_op(
+            op, GreedyRewritePatternApplier([IntrinsicMathToLLVM(), libm], dce_enabled=False)
+        )
         _declare_libm(op, libm.needed)
         check_no_leftover(op, ("math.",), self.name)

@@ -42,12 +42,12 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
 from .errors import LoweringError
+from .lowering_utils import rewrite_each_op
 
 
 class PtrAddToGEP(RewritePattern):
@@ -79,7 +79,7 @@ class ConvertPtrAddToGEPPass(ModulePass):
     name = "convert-ptradd-to-gep"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(PtrAddToGEP(), apply_recursively=False).rewrite_module(op)
+        rewrite_each_op(op, PtrAddToGEP())
         for inner in op.walk():
             if isinstance(inner, ptr.PtrAddOp):
                 raise LoweringError(ConvertPtrAddToGEPPass.name, inner.name, "left over")

@@ -361,14 +361,23 @@ def lower_to_llvm_dialect(
 
     ``passes`` replaces the stage's pass spec (a test turning an option off);
     ``verify_each`` verifies after every pass (``verify_result`` at the end);
-    ``after_pass(pass, module)`` hears every pass. Raises ``LoweringError`` from
-    a pass, ``VerifyException`` from the verifier, or ``IllegalIRError`` when ops other
-    than ``llvm.*`` remain.
+    ``after_pass(pass, module)`` hears every pass (and then every math function is
+    lowered; else one lowered before is reused: ``compiler.lowered_math``). Raises
+    ``LoweringError`` from a pass, ``VerifyException`` from the verifier, or
+    ``IllegalIRError`` when ops other than ``llvm.*`` remain.
     """
     from tidu_compile.backend.llvm_legality import check_llvm_legal
+    from tidu_compile.compiler.lowered_math import lower_reusing_math
 
     spec = stage("llvm").spec if passes is None else passes
-    run_passes(module, spec, after_pass=after_pass, verify_each=verify_each,
-               verify_result=verify_result)  # fmt: skip
+
+    if after_pass is None:  # the result verified with the reused functions in it
+        reused = lower_reusing_math(module, spec, lambda target: run_passes(
+            target, spec, verify_each=verify_each, verify_result=False))  # fmt: skip
+        if (verify_result and not (verify_each and spec)) or (verify_each and reused):
+            module.verify()
+    else:
+        run_passes(module, spec, after_pass=after_pass, verify_each=verify_each,
+                   verify_result=verify_result)  # fmt: skip
     check_llvm_legal(module)
     return module
