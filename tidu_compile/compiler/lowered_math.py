@@ -21,7 +21,6 @@ lowering everything gives (``tests/backend/test_lowered_math.py``).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from xdsl.dialects import func, llvm
@@ -29,11 +28,12 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Region
 from xdsl.rewriter import Rewriter
 
+from tidu_compile import forksafe
 from tidu_compile.passes.expand_math_polynomials import MATH_FUNCTION_PREFIX
 
 __all__ = ["lower_reusing_math"]
 
-_LOCK = threading.Lock()
+_LOCK = forksafe.Lock()
 _LOWERED: dict[tuple[str, str], list[tuple[func.FuncOp, llvm.FuncOp]]] = {}
 """(pass spec, symbol) -> (the function as met, its lowered clone), a few per key."""
 _PER_KEY = 4
