@@ -1,6 +1,8 @@
 """``tidu-compile dump`` of a program with a loop: the scan is one op at every stage
-(``Scan(...)`` in the graphs, ``tidu.scan`` in the dialect stages, a library step
-between the kernels)."""
+(``Scan(...)`` in the graphs, ``tidu.scan`` in the dialect stages); at ``loops`` a body
+with a contraction stays a library step for the native driver, marked with why
+(``tidu.loop_driver``), and a body of kernels is one ``scf.for`` kernel
+(``tests/compiler/test_scan_kernels.py``)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ def rnn(w, xs):
 @pytest.mark.parametrize(
     ("stage", "expected"),
     [("graph", "Scan(body=Body("), ("transposed", "reverse=True"), ("tidu", "tidu.scan"),
-     ("loops", '#tidu.traced<"Scan(body=Body(')],
+     ("loops", 'tidu.loop_driver = "the body has a library step: DotGeneral"')],
 )  # fmt: skip
 def test_a_scan_is_one_op_at_every_stage(tmp_path: Path, stage: str, expected: str) -> None:
     path = tmp_path / "loop_model.py"

@@ -7,8 +7,9 @@ that is an ``xs`` row, integer and bool carries, several ``y``, reverse scans, a
 gradient (a reverse scan of the body's VJP, native too), while loops and fori loops with
 tensor bounds (``NativeWhile``), random bodies (products in every orientation, so
 transposes inside the loop, swapped carries, checkpoint). A body with a step that needs
-Python between iterations (a nested scan) runs one plan call per iteration, and agrees;
-so does one whose driver fails to compile. The drivers' IR is checked filecheck-style.
+Python between iterations runs one plan call per iteration, and agrees (one whose
+driver fails to compile); a nested scan is one kernel of its body's plan. The drivers'
+IR is checked filecheck-style.
 """
 
 from __future__ import annotations
@@ -167,7 +168,9 @@ def test_while_loops_and_fori_loops_with_tensor_bounds(start: float) -> None:
     _both(run)
 
 
-def test_a_body_holding_a_loop_calls_its_plan_per_iteration() -> None:
+def test_a_body_holding_a_loop_runs_natively_its_inner_loop_one_kernel() -> None:
+    """The inner scan is one kernel of the body's plan (``tidu-lower-control``)."""
+
     def run() -> list[Any]:
         def step(c: tc.Tensor, x: tc.Tensor) -> tuple[tc.Tensor, None]:
             inner, _ = tc.scan(lambda h, _: (tc.sin(h) + x, None), c, length=3)
@@ -176,7 +179,7 @@ def test_a_body_holding_a_loop_calls_its_plan_per_iteration() -> None:
         final, _ = tc.scan(step, tc.zeros(6), tc.tensor(XS))
         return _values(final)
 
-    _both(run, natively=False)
+    _both(run)
 
 
 # ------------------------------------------------------------- the drivers' IR

@@ -1,0 +1,85 @@
+"""``tidu-lower-control``: a scan of a compiled program whose body is all kernels is ONE
+kernel, an ``scf.for`` over the body's inlined kernels (``passes.tidu_lower_control``).
+
+The backward node of a scan holds the reverse scan of its body's VJP: its ``loops``
+stage shows the scan kernel, every stage verifies down to ``llvm``, and the compiled
+gradients (carries that swap, a carry that is an ``xs`` row, reverse scans) agree with
+the reference, with only the forward scan left to the driver. A body with a library
+step keeps its ``tidu.scan``, marked with why (``tidu.loop_driver``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from tidu_compile.tools.dump import backward_nodes
+
+import tidu_compile as tc
+from tidu_compile import CompiledExecutor, ReferenceExecutor
+from tidu_compile.compiler.stages import RunOptions, walk
+
+XS = np.random.default_rng(5).standard_normal((5, 3))
+
+
+def _swapping(reverse: bool) -> Callable[[tc.Tensor], tc.Tensor]:
+    def loss(xs: tc.Tensor) -> tc.Tensor:
+        def step(carry: tuple[tc.Tensor, ...], x: tc.Tensor) -> tuple[Any, tc.Tensor]:
+            a, b, last = carry
+            return (b * 0.5, tc.sin(a) + x, x), a * b
+
+        (a, b, last), ys = tc.scan(step, (tc.ones(3), tc.zeros(3), tc.zeros(3)), xs,
+                                   reverse=reverse)  # fmt: skip
+        return tc.sum(a * b) + tc.sum(ys * ys) + tc.sum(last)
+
+    return loss
+
+
+def _loops_text(loss: tc.Tensor, last: str = "loops") -> str:
+    (node,) = [n for n in backward_nodes(loss) if "Scan" in str(n.recorded.graph)]
+    return str(walk(node.program(), "program", last, RunOptions(function="node")))
+
+
+def test_the_backward_scan_is_one_kernel_of_scf_for() -> None:
+    text = _loops_text(_swapping(True)(tc.tensor(XS, requires_grad=True)))
+    assert "tidu.scan" not in text
+    call = text.index("func.call @node_s0(")
+    kernel = text.index("func.func @node_s0(")
+    assert call < kernel and "attributes {tidu.kernel}" in text[kernel:].splitlines()[0]
+    body = text[kernel:]
+    assert body.count("scf.for") > 3  # the carries' copies, the loop over rows, its body
+    assert "func.call @tidu_math_cos_f64" in body or "math.cos" in body
+
+
+def test_every_stage_verifies_to_llvm() -> None:
+    walked = _loops_text(_swapping(False)(tc.tensor(XS, requires_grad=True)), "llvm")
+    assert "llvm.func" in walked and "tidu.scan" not in walked and "scf.for" not in walked
+
+
+def test_a_body_with_a_library_step_stays_on_the_driver_and_says_why() -> None:
+    w = tc.tensor(np.eye(3), requires_grad=True)
+    h, _ = tc.scan(lambda h, x: (tc.tanh(h @ w + x), None), tc.zeros(3), tc.tensor(XS))
+    text = _loops_text(tc.sum(h))
+    assert 'tidu.loop_driver = "the body has a library step: DotGeneral"' in text
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_compiled_gradients_through_scan_kernels_agree(reverse: bool) -> None:
+    from tidu_compile.executors.native_loops import _RUNNERS
+
+    def run() -> list[np.ndarray]:
+        xs = tc.tensor(XS, requires_grad=True)
+        (g,) = tc.grad(_swapping(reverse)(xs), [xs])
+        return [np.asarray(g)]
+
+    compiled = CompiledExecutor(cache_dir=False, background=False)
+    with tc.use_executor(compiled):
+        got = run()
+    with tc.use_executor(ReferenceExecutor()):
+        want = run()
+    assert compiled.stats.fallbacks == 0, compiled.stats.errors
+    drivers = list(_RUNNERS.get(compiled, {}))
+    assert [key[-1] for key in drivers] == [reverse]  # the forward only: the backward is a kernel
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
