@@ -66,11 +66,13 @@ def test_a_contraction_over_dimensions_apart_in_memory_has_no_routine() -> None:
 
 
 def _all_native(executor: CompiledExecutor) -> bool:
-    """Whether every loop the executor ran went to a native runner (and one did)."""
-    from tidu_compile.executors.native_loops import _RUNNERS
+    """Whether every loop the executor ran went to a native runner (and one did): a
+    driver, or a scan's own program (one scan kernel, ``tidu-lower-control``)."""
+    from tidu_compile.executors.native_loops import _RUNNERS, _ScanKernelRunner
 
     runners = list(_RUNNERS.get(executor, {}).values())
-    return bool(runners) and all(isinstance(r, NativeScan | NativeWhile) for r in runners)
+    native = NativeScan | NativeWhile | _ScanKernelRunner
+    return bool(runners) and all(isinstance(r, native) for r in runners)
 
 
 def _both(run: Callable[[], list[Any]], natively: bool = True) -> None:

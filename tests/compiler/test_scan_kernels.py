@@ -4,13 +4,18 @@ kernel, an ``scf.for`` over the body's inlined kernels (``passes.tidu_lower_cont
 The backward node of a scan holds the reverse scan of its body's VJP: its ``loops``
 stage shows the scan kernel, every stage verifies down to ``llvm``, and the compiled
 gradients (carries that swap, a carry that is an ``xs`` row, reverse scans) agree with
-the reference, with only the forward scan left to the driver. A body with a library
-step keeps its ``tidu.scan``, marked with why (``tidu.loop_driver``).
+the reference, the forward scan run as its own program (``native_loops.scan_program``:
+one scan kernel too) and no driver built; a second process is
+served the backward's scan kernel from the disk cache. A body with a library step keeps
+its ``tidu.scan``, marked with why (``tests/cli/test_dump_loops.py``).
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -58,16 +63,9 @@ def test_every_stage_verifies_to_llvm() -> None:
     assert "llvm.func" in walked and "tidu.scan" not in walked and "scf.for" not in walked
 
 
-def test_a_body_with_a_library_step_stays_on_the_driver_and_says_why() -> None:
-    w = tc.tensor(np.eye(3), requires_grad=True)
-    h, _ = tc.scan(lambda h, x: (tc.tanh(h @ w + x), None), tc.zeros(3), tc.tensor(XS))
-    text = _loops_text(tc.sum(h))
-    assert 'tidu.loop_driver = "the body has a library step: DotGeneral"' in text
-
-
 @pytest.mark.parametrize("reverse", [False, True])
 def test_compiled_gradients_through_scan_kernels_agree(reverse: bool) -> None:
-    from tidu_compile.executors.native_loops import _RUNNERS
+    from tidu_compile.executors.native_loops import _RUNNERS, _ScanKernelRunner
 
     def run() -> list[np.ndarray]:
         xs = tc.tensor(XS, requires_grad=True)
@@ -80,6 +78,38 @@ def test_compiled_gradients_through_scan_kernels_agree(reverse: bool) -> None:
     with tc.use_executor(ReferenceExecutor()):
         want = run()
     assert compiled.stats.fallbacks == 0, compiled.stats.errors
-    drivers = list(_RUNNERS.get(compiled, {}))
-    assert [key[-1] for key in drivers] == [reverse]  # the forward only: the backward is a kernel
+    runners = list(_RUNNERS.get(compiled, {}).values())  # the forward scan: its own program
+    assert len(runners) == 1 and isinstance(runners[0], _ScanKernelRunner)
+    assert compiled.stats.loop_drivers == 0  # the backward's scan: a kernel of its node
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
+
+
+SECOND_PROCESS = """
+import sys
+import numpy as np
+import tidu_compile as tc
+sys.path.insert(0, {here!r})
+from test_scan_kernels import XS, _swapping
+
+executor = tc.CompiledExecutor(cache_dir={cache!r}, background=False)
+xs = tc.tensor(XS, requires_grad=True)
+(g,) = tc.grad(_swapping(True)(xs), [xs], executor=executor)
+np.save({out!r}, np.asarray(g))
+print(executor.stats.compiles, executor.stats.disk_hits)
+"""
+
+
+def test_the_scan_kernel_is_served_from_disk_in_a_second_process(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = CompiledExecutor(cache_dir=cache, background=False)
+    xs = tc.tensor(XS, requires_grad=True)
+    (want,) = tc.grad(_swapping(True)(xs), [xs], executor=first)
+    assert first.stats.compiles >= 1 and first.stats.fallbacks == 0
+    out = tmp_path / "g.npy"
+    script = SECOND_PROCESS.format(here=str(Path(__file__).parent), cache=str(cache), out=str(out))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    compiles, disk_hits = map(int, result.stdout.split())
+    assert compiles == 0 and disk_hits >= 1
+    np.testing.assert_array_equal(np.load(out), np.asarray(want))
