@@ -25,11 +25,13 @@ and each carry into its state (through scratch when a carry is another's input):
       }
     }
 
-A scan stays as it was (its node's plan runs it with ``compiler.native_loop``'s
-driver) when its body is not all kernels: a library step other than a constant (which
-is made once, before the call: a contraction, a layout change, a nested loop the body
-could not lower), a LAPACK kernel with a status, a
-complex buffer, or a row buffer used other than by loads and stores. Its op then gets
+A library step of the body whose inputs are all loop-invariant (a constant, the
+transpose of a weight) is made once, before the call, and passed in; a real float
+contraction is a loop nest in the loop (``tidu_loop_contraction``). A scan stays as it
+was (its node's plan runs it with ``compiler.native_loop``'s driver) when its body has
+another library step (a layout change or an integer contraction inside the loop, a
+nested loop the body could not lower), a LAPACK kernel with a status, a complex
+buffer, or a row buffer used other than by loads and stores. Its op then gets
 ``tidu.loop_driver = "<why>"``, which ``tidu-compile dump --stage loops`` shows.
 """
 
@@ -39,8 +41,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidu_compile.dialects.tidu_constant import ConstantOp
 from tidu_compile.dialects.tidu_control import ScanOp
+from tidu_compile.dialects.tidu_shape import DotGeneralOp
 from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, func, memref, scf
 from xdsl.dialects.builtin import (
@@ -57,6 +59,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from .tidu_loop_contraction import contraction_loops
 from .tidu_lower_to_loops import KERNEL_ATTR, memref_type
 
 __all__ = ["DRIVER_ATTR", "NotLowered", "TiduLowerControlPass"]
@@ -120,7 +123,7 @@ def _copy(emit: Emit, source: _Buffer, target: _Buffer, shape: Sequence[int],
 
 def _body_module(scan: Any) -> tuple[ModuleOp, Any]:
     """The body's ``loops``-stage module and its plan (the same stages as any program)."""
-    from tidu_compile.compiler.plan import LibraryStep
+    from tidu_compile.compiler.plan import KernelStep
     from tidu_compile.compiler.plan_builder import build_plan
     from tidu_compile.compiler.program import UnsupportedNode, graph_program
     from tidu_compile.compiler.stages import RunOptions, walk
@@ -133,10 +136,7 @@ def _body_module(scan: Any) -> tuple[ModuleOp, Any]:
     module = walk(program, "program", "loops", options)
     plan = build_plan(module, program)
     for step in plan.steps:
-        if isinstance(step, LibraryStep):
-            if type(step.op).__name__ != "Constant":
-                raise NotLowered(f"the body has a library step: {type(step.op).__name__}")
-        elif step.status_output >= 0:
+        if isinstance(step, KernelStep) and step.status_output >= 0:
             raise NotLowered(f"the body has a kernel with a status: {step.symbol}")
     return module, plan
 
@@ -185,7 +185,11 @@ class ScanKernel:
     scan's operands and results: scratch buffers (types) and constants (globals)."""
 
     function: func.FuncOp
-    constants: list[memref.GlobalOp | ConstantOp] = field(default_factory=list)  # inputs
+    #: inputs: constant globals, and the results of the body's loop-invariant library
+    #: steps (``hoisted``, made by the caller from the scan's consts)
+    constants: list[memref.GlobalOp | SSAValue] = field(default_factory=list)
+    hoisted: list[Operation] = field(default_factory=list)
+    body_consts: tuple[SSAValue, ...] = ()  # the body's const arguments, which they read
     scratch: list[MemRefType] = field(default_factory=list)  # outputs
     helpers: list[func.FuncOp] = field(default_factory=list)  # the body's math functions
 
@@ -194,6 +198,7 @@ def scan_kernel(op: ScanOp, scan: Any, name: str) -> ScanKernel:
     """The kernel ``name`` computing ``op`` (``scan``: its ``ops.Scan``); ``NotLowered``
     when the body cannot be one."""
     from tidu_compile.compiler.plan_builder import kernel_functions, node_function
+    from tidu_compile.compiler.to_tidu import primitive_of
 
     body, _ = _body_module(scan)
     kernels = {f.sym_name.data: f for f in kernel_functions(body)}
@@ -209,7 +214,7 @@ def scan_kernel(op: ScanOp, scan: Any, name: str) -> ScanKernel:
     made = ScanKernel(func.FuncOp(name, ([], []), Region()))
     globals_ = {g.sym_name.data: g for g in body.ops if isinstance(g, memref.GlobalOp)}
 
-    def extra(what: MemRefType | memref.GlobalOp | ConstantOp, t: MemRefType) -> _Buffer:
+    def extra(what: MemRefType | memref.GlobalOp | SSAValue, t: MemRefType) -> _Buffer:
         """An argument after the scan's: inputs (constants) before every output, as
         the plan passes them (``compiler.plan_builder``)."""
         if isinstance(what, MemRefType):  # scratch: an output
@@ -235,6 +240,8 @@ def scan_kernel(op: ScanOp, scan: Any, name: str) -> ScanKernel:
     for i, argument in enumerate(block.args):
         buffer_of[argument] = outs[i - k] if k <= i < k + c else ins[i]
     constants: dict[SSAValue, int] = {}
+    invariant: set[SSAValue] = set(block.args[:k])  # known before the loop
+    made.body_consts = tuple(block.args[:k])
     results: list[_Buffer] = []
     for body_op in block.ops:
         if isinstance(body_op, bufferization.ToBufferOp | bufferization.ToTensorOp):
@@ -245,8 +252,25 @@ def scan_kernel(op: ScanOp, scan: Any, name: str) -> ScanKernel:
             what = globals_[body_op.name_.string_value()] if isinstance(
                 body_op, memref.GetGlobalOp) else t  # fmt: skip
             buffer_of[body_op.results[0]] = extra(what, t)
-        elif isinstance(body_op, ConstantOp):  # loop-invariant: made once, outside the loop
-            buffer_of[body_op.results[0]] = extra(body_op, memref_type(body_op.results[0].type))
+        elif body_op.dialect_name() == "tidu" and all(v in invariant for v in body_op.operands):
+            made.hoisted.append(body_op)  # made once, by the caller
+            for result in body_op.results:
+                invariant.add(result)
+                buffer_of[result] = extra(result, memref_type(result.type))
+        elif isinstance(body_op, DotGeneralOp):
+            out = memref_type(body_op.results[0].type)
+            buffer = buffer_of[body_op.results[0]] = extra(out, out)
+            lhs, rhs = (buffer_of[v] for v in body_op.operands)
+            stacked = {b.value: b for b in (lhs, rhs)}
+
+            def at(value: SSAValue, indices: list[SSAValue],
+                   stacked: dict[SSAValue, _Buffer] = stacked) -> list[SSAValue]:  # fmt: skip
+                known = stacked.get(value)
+                return known.at(row, indices) if known is not None else list(indices)
+
+            if not contraction_loops(emit, primitive_of(body_op), lhs.value, rhs.value,
+                                     buffer.value, at):  # fmt: skip
+                raise NotLowered("the body has an integer contraction")
         elif isinstance(body_op, arith.ConstantOp) and isinstance(body_op.result.type, IndexType):
             assert isinstance(body_op.value, IntegerAttr)
             constants[body_op.result] = body_op.value.value.data
@@ -259,6 +283,8 @@ def scan_kernel(op: ScanOp, scan: Any, name: str) -> ScanKernel:
             _inline(emit, callee, arguments, {b.value for b in buffers if b.stacked}, row)
         elif isinstance(body_op, func.ReturnOp):
             results = [buffer_of[v] for v in body_op.operands]
+        elif body_op.dialect_name() == "tidu":
+            raise NotLowered(f"the body has a library step: {type(primitive_of(body_op)).__name__}")
         else:
             raise NotLowered(f"{body_op.name} in the body")
     for j in range(c, len(results)):  # ys[row] = y
@@ -298,6 +324,8 @@ def _replace(op: ScanOp, made: ScanKernel, module: ModuleOp) -> None:
         if helper.sym_name.data not in known:
             module.body.block.add_op(helper.clone())
     new_ops: list[Operation] = []
+    mapper: dict[SSAValue, SSAValue] = dict(zip(made.body_consts, op.operands, strict=False))
+    hoisted = [h.clone(value_mapper=mapper) for h in made.hoisted]  # maps their results too
     for value in op.operands:
         new_ops.append(bufferization.ToBufferOp.create(
             operands=[value], result_types=[memref_type(value.type)],
@@ -308,21 +336,19 @@ def _replace(op: ScanOp, made: ScanKernel, module: ModuleOp) -> None:
             copy.sym_name = StringAttr(f"{name}_c{n}")
             module.body.block.insert_op_before(copy, next(iter(module.ops)))
             new_ops.append(memref.GetGlobalOp(copy.sym_name.data, what.type))
-        elif isinstance(what, ConstantOp):
-            constant = what.clone()
-            new_ops.append(constant)
+        else:
+            value = mapper[what]
             new_ops.append(bufferization.ToBufferOp.create(
-                operands=[constant.results[0]],
-                result_types=[memref_type(constant.results[0].type)],
+                operands=[value], result_types=[memref_type(value.type)],
                 properties={"read_only": UnitAttr()}))  # fmt: skip
     allocs = [memref.AllocOp([], [], memref_type(r.type)) for r in op.results]
     new_ops += allocs
     new_ops += [memref.AllocOp([], [], t) for t in made.scratch]
-    arguments = [new.results[0] for new in new_ops if not isinstance(new, ConstantOp)]
+    arguments = [new.results[0] for new in new_ops]
     call = func.CallOp(name, arguments, [])
     call.attributes["tidu.domain_size"] = IntegerAttr(1, 64)
     tensors = [bufferization.ToTensorOp(a.memref) for a in allocs]
-    for new in [*new_ops, call, *tensors]:
+    for new in [*hoisted, *new_ops, call, *tensors]:
         block.insert_op_before(new, op)
     for result, tensor in zip(op.results, tensors, strict=True):
         result.replace_all_uses_with(tensor.tensor)

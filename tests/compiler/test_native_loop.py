@@ -1,7 +1,8 @@
 """Scans and while loops as one native loop (``compiler.native_loop``), and the
 contractions of their bodies as calls of a strided product (``compiler.loop_contractions``).
 
-Every case runs on a ``CompiledExecutor`` (its scan taken by a ``NativeScan``: checked)
+Every case runs on a ``CompiledExecutor`` (its scan taken natively: one scan kernel,
+``tidu-lower-control``, or a ``NativeScan``; checked)
 and on the ``ReferenceExecutor``, and the two must agree: carries that swap, a carry
 that is an ``xs`` row, integer and bool carries, several ``y``, reverse scans, and the
 gradient (a reverse scan of the body's VJP, native too), while loops and fori loops with
@@ -187,6 +188,14 @@ def test_a_body_holding_a_loop_runs_natively_its_inner_loop_one_kernel() -> None
 # ------------------------------------------------------------- the drivers' IR
 
 
+@pytest.fixture
+def driver_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scans take the driver, not their own program (``native_loops.SCAN_PROGRAMS``)."""
+    from tidu_compile.executors import native_loops
+
+    monkeypatch.setattr(native_loops, "SCAN_PROGRAMS", False)
+
+
 def _drivers(run: Callable[[], Any]) -> list[str]:
     """The driver texts of the loops ``run`` runs on a fresh ``CompiledExecutor``."""
     from tidu_compile.executors.native_loops import _RUNNERS
@@ -213,6 +222,7 @@ def _filecheck(text: str, checks: list[str]) -> None:
 
 
 @pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.usefixtures("driver_only")
 def test_a_scan_is_one_loop_over_its_body_kernels(reverse: bool) -> None:
     w, xs = tc.tensor(np.eye(3) * 0.5), tc.tensor(np.ones((4, 3)))
     (text,) = _drivers(lambda: tc.scan(lambda h, x: (tc.tanh(h @ w + x), tc.sum(h)),
@@ -269,6 +279,7 @@ def _rnn_values() -> list[Any]:
 
 
 @pytest.mark.compile_errors_expected
+@pytest.mark.usefixtures("driver_only")
 def test_a_driver_that_fails_to_compile_leaves_the_loop_per_iteration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -283,6 +294,7 @@ def test_a_driver_that_fails_to_compile_leaves_the_loop_per_iteration(
         _both(_rnn_values, natively=False)
 
 
+@pytest.mark.usefixtures("driver_only")
 def test_a_body_with_a_multithreaded_kernel_stays_per_iteration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -6,8 +6,8 @@ stage shows the scan kernel, every stage verifies down to ``llvm``, and the comp
 gradients (carries that swap, a carry that is an ``xs`` row, reverse scans) agree with
 the reference, the forward scan run as its own program (``native_loops.scan_program``:
 one scan kernel too) and no driver built; a second process is
-served the backward's scan kernel from the disk cache. A body with a library step keeps
-its ``tidu.scan``, marked with why (``tests/cli/test_dump_loops.py``).
+served the backward's scan kernel from the disk cache. A body with a layout change
+between its kernels keeps its ``tidu.scan``, marked with why, for the driver.
 """
 
 from __future__ import annotations
@@ -61,6 +61,21 @@ def test_the_backward_scan_is_one_kernel_of_scf_for() -> None:
 def test_every_stage_verifies_to_llvm() -> None:
     walked = _loops_text(_swapping(False)(tc.tensor(XS, requires_grad=True)), "llvm")
     assert "llvm.func" in walked and "tidu.scan" not in walked and "scf.for" not in walked
+
+
+def test_a_body_with_a_transpose_in_the_loop_stays_on_the_driver_and_says_why() -> None:
+    def loss(w: tc.Tensor) -> tc.Tensor:
+        h, _ = tc.scan(lambda h, x: (tc.sin(tc.transpose(h) * w) + x, None),
+                       tc.ones((3, 3)), tc.tensor(np.resize(XS, (5, 3, 3))))  # fmt: skip
+        return tc.sum(h)
+
+    text = _loops_text(loss(tc.tensor(XS[:3], requires_grad=True)))
+    assert 'tidu.loop_driver = "the body has a library step: Transpose"' in text
+    got, want = (tc.grad(loss(w), [w], executor=e)[0]
+                 for e, w in ((CompiledExecutor(cache_dir=False, background=False),
+                               tc.tensor(XS[:3], requires_grad=True)),
+                              (ReferenceExecutor(), tc.tensor(XS[:3], requires_grad=True))))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("reverse", [False, True])

@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from tidu_compile.compiler.native_loop import NativeScan, NativeWhile, NotNative
-from tidu_compile.compiler.plan import BoundPlan, KernelStep, LibraryStep
+from tidu_compile.compiler.plan import BoundPlan, LibraryStep
 from tidu_compile.compiler.program import UnsupportedNode, compilable, graph_program
 from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram
 from tidu_compile.executors.tiered import Submitted
@@ -32,6 +32,9 @@ __all__ = ["native_loop_runner"]
 
 #: Per executor: loop structure -> its runner, None, or the compiles it waits for.
 _RUNNERS: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
+
+#: False: every scan takes the driver (what its tests and a same-build comparison use).
+SCAN_PROGRAMS = True
 
 Obtain = Callable[[Any], Any]
 """The executor's lookup of a program's (artifact, bound plan), or a ``Submitted``."""
@@ -66,13 +69,6 @@ def scan_program(loop: Any) -> NodeProgram:
     return compilable(NodeProgram(sources, tuple(types), (Instr(loop, inputs, outputs),), outputs))
 
 
-def _all_kernels(bound: BoundPlan) -> bool:
-    """Whether ``tidu-lower-control`` makes a scan of a body of this plan one kernel
-    (its library steps at most constants)."""
-    return all(isinstance(s, KernelStep) or type(s.op).__name__ == "Constant"
-               for s in bound.plan.steps)  # fmt: skip
-
-
 class _ScanKernelRunner:
     """Runs a scan as the bound plan of its ``scan_program`` (one scan kernel)."""
 
@@ -98,7 +94,8 @@ def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
     else:
         try:
             found = [obtain(graph_program(b.recorded, b.input_types)) for b in _bodies(loop)]
-            if not hasattr(loop, "cond_body") and loop.length > 0:  # empty: see compiler.empty
+            # not a zero-length scan: compiler.empty folds a program of nothing
+            if SCAN_PROGRAMS and not hasattr(loop, "cond_body") and loop.length > 0:
                 found.append(obtain(scan_program(loop)))
         except UnsupportedNode:
             found = [None]
@@ -110,8 +107,8 @@ def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
         plans = [f[1] for f in found]
         if len(plans) == 2 and not hasattr(loop, "cond_body"):  # the body, the scan alone
             whole = plans.pop()
-            if _all_kernels(plans[0]) and not any(isinstance(s, LibraryStep)
-                                                  and s.op == loop for s in whole.plan.steps):
+            if not any(isinstance(s, LibraryStep) and isinstance(s.op, type(loop))
+                       for s in whole.plan.steps):  # fmt: skip
                 runners[key] = runner = _ScanKernelRunner(whole)
                 return runner
         try:
