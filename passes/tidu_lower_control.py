@@ -27,11 +27,12 @@ and each carry into its state (through scratch when a carry is another's input):
 
 A library step of the body whose inputs are all loop-invariant (a constant, the
 transpose of a weight) is made once, before the call, and passed in; a real float
-contraction is a loop nest in the loop (``tidu_loop_contraction``). A scan stays as it
-was (its node's plan runs it with ``compiler.native_loop``'s driver) when its body has
-another library step (a layout change or an integer contraction inside the loop, a
-nested loop the body could not lower), a LAPACK kernel with a status, a complex
-buffer, or a row buffer used other than by loads and stores. Its op then gets
+contraction is a loop nest in the loop (``tidu_loop_contraction``), a transpose or a
+reshape a copying loop nest (``tidu_loop_layout``). A scan stays as it was (its node's
+plan runs it with ``compiler.native_loop``'s driver) when its body has another library
+step (an integer contraction, a gather, a nested loop the body could not lower), a
+LAPACK kernel with a status, a complex buffer, or a row buffer used other than by loads
+and stores. Its op then gets
 ``tidu.loop_driver = "<why>"``, which ``tidu-compile dump --stage loops`` shows.
 """
 
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidu_compile.dialects.tidu_control import ScanOp
-from tidu_compile.dialects.tidu_shape import DotGeneralOp
+from tidu_compile.dialects.tidu_shape import DotGeneralOp, ReshapeOp, TransposeOp
 from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, func, memref, scf
 from xdsl.dialects.builtin import (
@@ -60,6 +61,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from .tidu_loop_contraction import contraction_loops
+from .tidu_loop_layout import layout_loops
 from .tidu_lower_to_loops import KERNEL_ATTR, memref_type
 
 __all__ = ["DRIVER_ATTR", "NotLowered", "TiduLowerControlPass"]
@@ -271,6 +273,18 @@ def scan_kernel(op: ScanOp, scan: Any, name: str) -> ScanKernel:
             if not contraction_loops(emit, primitive_of(body_op), lhs.value, rhs.value,
                                      buffer.value, at):  # fmt: skip
                 raise NotLowered("the body has an integer contraction")
+        elif isinstance(body_op, TransposeOp | ReshapeOp):
+            out = memref_type(body_op.results[0].type)
+            buffer = buffer_of[body_op.results[0]] = extra(out, out)
+            source = buffer_of[body_op.operands[0]]
+
+            def at_source(value: SSAValue, indices: list[SSAValue],
+                          source: _Buffer = source) -> list[SSAValue]:  # fmt: skip
+                return source.at(row, indices) if value is source.value else list(indices)
+
+            layout_loops(emit, primitive_of(body_op), source.value,
+                         memref_type(body_op.operands[0].type).get_shape(), buffer.value,
+                         at_source)  # fmt: skip
         elif isinstance(body_op, arith.ConstantOp) and isinstance(body_op.result.type, IndexType):
             assert isinstance(body_op.value, IntegerAttr)
             constants[body_op.result] = body_op.value.value.data
