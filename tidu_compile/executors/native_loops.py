@@ -43,7 +43,8 @@ Obtain = Callable[[Any], Any]
 def _loop_key(loop: Any) -> Hashable:
     if hasattr(loop, "cond_body"):  # a WhileLoop
         return ("while", loop.cond_body, loop.body, loop.cond_consts)
-    return ("scan", loop.body, loop.consts, loop.carries, loop.reverse)
+    # the length too: a scan's own program (``scan_program``) is made for one
+    return ("scan", loop.body, loop.consts, loop.carries, loop.reverse, loop.length)
 
 
 def _bodies(loop: Any) -> tuple[Any, ...]:
@@ -69,6 +70,13 @@ def scan_program(loop: Any) -> NodeProgram:
     return compilable(NodeProgram(sources, tuple(types), (Instr(loop, inputs, outputs),), outputs))
 
 
+def _one_kernel(bound: BoundPlan, loop: Any) -> bool:
+    """Whether the plan of ``scan_program(loop)`` runs the scan as a kernel (no library
+    step of it left: ``tidu-lower-control`` took it)."""
+    return not any(isinstance(s, LibraryStep) and isinstance(s.op, type(loop))
+                   for s in bound.plan.steps)  # fmt: skip
+
+
 class _ScanKernelRunner:
     """Runs a scan as the bound plan of its ``scan_program`` (one scan kernel)."""
 
@@ -84,6 +92,7 @@ def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
     """The native runner of ``loop`` (an ``ops.Scan`` or ``ops.WhileLoop``), or None."""
     runners = _RUNNERS.setdefault(executor, {})
     key = _loop_key(loop)
+    runner: NativeScan | NativeWhile | _ScanKernelRunner | None = None
     found = runners.get(key, runners)
     if found is not runners and not isinstance(found, list):
         return found
@@ -93,23 +102,26 @@ def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
         found = [executor.tiered.collect(f) if type(f) is Submitted else f for f in found]
     else:
         try:
-            found = [obtain(graph_program(b.recorded, b.input_types)) for b in _bodies(loop)]
+            whole: list[Any] = []
             # not a zero-length scan: compiler.empty folds a program of nothing
             if SCAN_PROGRAMS and not hasattr(loop, "cond_body") and loop.length > 0:
-                found.append(obtain(scan_program(loop)))
+                whole = [obtain(scan_program(loop))]
+                if isinstance(whole[0], tuple) and _one_kernel(whole[0][1], loop):
+                    runners[key] = runner = _ScanKernelRunner(whole[0][1])
+                    return runner  # the body's own program is not needed
+            found = [obtain(graph_program(b.recorded, b.input_types)) for b in _bodies(loop)]
+            found += whole
         except UnsupportedNode:
             found = [None]
     if any(type(f) is Submitted for f in found):
         runners[key] = found
         return None
-    runner: NativeScan | NativeWhile | _ScanKernelRunner | None = None
     if all(isinstance(f, tuple) for f in found):  # else REFERENCE_ONLY: not compiled
         plans = [f[1] for f in found]
         if len(plans) == 2 and not hasattr(loop, "cond_body"):  # the body, the scan alone
-            whole = plans.pop()
-            if not any(isinstance(s, LibraryStep) and isinstance(s.op, type(loop))
-                       for s in whole.plan.steps):  # fmt: skip
-                runners[key] = runner = _ScanKernelRunner(whole)
+            alone = plans.pop()
+            if _one_kernel(alone, loop):
+                runners[key] = runner = _ScanKernelRunner(alone)
                 return runner
         try:
             if len(plans) == 2:
