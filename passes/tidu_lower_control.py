@@ -372,8 +372,10 @@ def _replace(op: ScanOp, made: ScanKernel, module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class TiduLowerControlPass(ModulePass):
-    """Every ``tidu.scan`` of a node function whose body is all kernels becomes the call
-    of one scan kernel (see the module docstring); the others get ``DRIVER_ATTR``."""
+    """Make each ``tidu.scan`` whose body lowers to kernels one ``scf.for`` kernel.
+
+    The call of one scan kernel replaces it (see the module docstring); a scan the pass
+    cannot take gets ``DRIVER_ATTR``."""
 
     name = "tidu-lower-control"
 
