@@ -23,12 +23,14 @@ from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
-__all__ = ["contraction_loops"]
+__all__ = ["Emit", "Indices", "append_to", "contraction_loops"]
 
 Emit = Callable[[Operation], Operation]
 
 
-def _append(block: Block) -> Emit:
+def append_to(block: Block) -> Emit:
+    """An ``Emit`` adding ops at the end of ``block``."""
+
     def emit(op: Operation) -> Operation:
         block.add_op(op)
         return op
@@ -71,7 +73,7 @@ def contraction_loops(emit: Emit, op: object, lhs: SSAValue, rhs: SSAValue, out:
             extent = (rhs_shape if kind == "rhs" else lhs_shape)[d]
             _, body = _loop(emit, extent, [])
             loops.append(body)
-            emit = _append(body)
+            emit = append_to(body)
             i = body.args[0]
             result.append(i)
             if kind == "batch":
@@ -90,7 +92,7 @@ def contraction_loops(emit: Emit, op: object, lhs: SSAValue, rhs: SSAValue, out:
             sums[-1][1].add_op(scf.YieldOp(loop.results[0]))
         sums.append((loop, body))
         lhs_index[d], rhs_index[rhs_sum[n]] = body.args[0], body.args[0]
-        accumulator, inner = body.args[1], _append(body)
+        accumulator, inner = body.args[1], append_to(body)
     lhs_at = at(lhs, [lhs_index[d] for d in range(len(lhs_shape))])
     rhs_at = at(rhs, [rhs_index[d] for d in range(len(rhs_shape))])
     left = inner(memref.LoadOp.get(lhs, lhs_at)).results[0]

@@ -11,14 +11,14 @@ A reshape's source indices come from the row-major position of the target elemen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from math import prod
 
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, SSAValue
 
-from .tidu_loop_contraction import Emit, Indices
+from .tidu_loop_contraction import Emit, Indices, append_to
 
 __all__ = ["layout_loops"]
 
@@ -58,7 +58,7 @@ def layout_loops(emit: Emit, op: object, source: SSAValue, shape: Sequence[int],
         emit(scf.ForOp(_constant(emit, 0), _constant(emit, extent), _constant(emit, 1), [], body))
         indices.append(body.args[0])
         loops.append(body)
-        emit = _appender(body)
+        emit = append_to(body)
     permutation = getattr(op, "permutation", None)
     if permutation is not None:
         where: list[SSAValue] = [indices[0]] * len(permutation)
@@ -71,10 +71,3 @@ def layout_loops(emit: Emit, op: object, source: SSAValue, shape: Sequence[int],
     for body in loops:
         body.add_op(scf.YieldOp())
 
-
-def _appender(block: Block) -> Callable[[Operation], Operation]:
-    def emit(op: Operation) -> Operation:
-        block.add_op(op)
-        return op
-
-    return emit

@@ -38,7 +38,7 @@ and stores. Its op then gets
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +60,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from .tidu_loop_contraction import contraction_loops
+from .tidu_loop_contraction import Emit, append_to, contraction_loops
 from .tidu_loop_layout import layout_loops
 from .tidu_lower_to_loops import KERNEL_ATTR, memref_type
 
@@ -74,19 +74,8 @@ class NotLowered(Exception):
     """The body of a scan has something an ``scf.for`` kernel cannot hold (the reason)."""
 
 
-Emit = Callable[[Operation], Operation]
-
-
 def _index(emit: Emit, value: int) -> SSAValue:
     return emit(arith.ConstantOp(IntegerAttr(value, IndexType()))).results[0]
-
-
-def _appender(block: Block) -> Emit:
-    def emit(op: Operation) -> Operation:
-        block.add_op(op)
-        return op
-
-    return emit
 
 
 @dataclass(frozen=True)
@@ -116,7 +105,7 @@ def _copy(emit: Emit, source: _Buffer, target: _Buffer, shape: Sequence[int],
         emit(scf.ForOp(lower, upper, step, [], body))
         indices.append(body.args[0])
         loops.append(body)
-        emit = _appender(body)
+        emit = append_to(body)
     load = emit(memref.LoadOp.get(source.value, source.at(row, indices)))
     emit(memref.StoreOp.get(load.results[0], target.value, target.at(row, indices)))
     for body in loops:
@@ -225,14 +214,14 @@ def scan_kernel(op: ScanOp, scan: Any, name: str) -> ScanKernel:
         made.constants.append(what)
         return _Buffer(entry.insert_arg(t, len(operand_types) + len(made.constants) - 1))
 
-    emit_entry = _appender(entry)
+    emit_entry = append_to(entry)
     for j in range(c):  # the carry state starts as the given carries
         _copy(emit_entry, ins[k + j], outs[j], result_types[j].get_shape(), entry.args[0])
     loop = Block(arg_types=[IndexType()])
     lower, upper, one = (_index(emit_entry, v) for v in (0, scan.length, 1))
     emit_entry(scf.ForOp(lower, upper, one, [], loop))
     entry.add_op(func.ReturnOp())
-    emit = _appender(loop)
+    emit = append_to(loop)
     row: SSAValue = loop.args[0]
     if scan.reverse:
         last = _index(emit, scan.length - 1)
