@@ -97,6 +97,8 @@ class ControlFlowOperation(StructuralOperation):
         printer.print_list([v.type for v in self.inputs], printer.print_attribute)
         printer.print_string(" -> ")
         printer.print_list([r.type for r in self.outputs], printer.print_attribute)
+        if self.attributes:  # e.g. tidu.loop_driver: why tidu-lower-control left the loop
+            printer.print_op_attributes(self.attributes)
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:

@@ -23,6 +23,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "convert-ptradd-to-gep": ("convert_ptradd_to_gep", "ConvertPtrAddToGEPPass"),
     "expand-math-polynomials": ("expand_math_polynomials", "ExpandMathPolynomialsPass"),
     "tidu-fuse-elementwise": ("tidu_fuse_elementwise", "TiduFuseElementwisePass"),
+    "tidu-lower-control": ("tidu_lower_control", "TiduLowerControlPass"),
     "tidu-lower-linalg": ("tidu_lower_linalg", "TiduLowerLinalgPass"),
     "tidu-lower-to-loops": ("tidu_lower_to_loops", "TiduLowerToLoopsPass"),
 }

@@ -267,7 +267,7 @@ def test_passes_prints_the_pass_specs_the_executor_runs(monkeypatch: pytest.Monk
     for spec in specs:
         assert f"-p {spec}" in listing
     assert ("tidu-lower-to-loops{chunked=true runtime_scales=true},tidu-lower-linalg,"
-            "expand-math-polynomials{only_in_loops=true outline=true}") in specs
+            "expand-math-polynomials{only_in_loops=true outline=true},tidu-lower-control") in specs
 
 
 def test_opt_emit_runs_the_executors_passes_up_to_a_stage(

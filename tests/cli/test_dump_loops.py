@@ -1,6 +1,7 @@
 """``tidu-compile dump`` of a program with a loop: the scan is one op at every stage
-(``Scan(...)`` in the graphs, ``tidu.scan`` in the dialect stages, a library step
-between the kernels)."""
+(``Scan(...)`` in the graphs, ``tidu.scan`` in ``tidu``); at ``loops`` it is one kernel,
+an ``scf.for`` over the body's kernels and its contraction (``tidu-lower-control``,
+``tests/compiler/test_scan_kernels.py``)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ def rnn(w, xs):
 @pytest.mark.parametrize(
     ("stage", "expected"),
     [("graph", "Scan(body=Body("), ("transposed", "reverse=True"), ("tidu", "tidu.scan"),
-     ("loops", '#tidu.traced<"Scan(body=Body(')],
+     ("loops", "func.func @node0_s0(")],
 )  # fmt: skip
-def test_a_scan_is_one_op_at_every_stage(tmp_path: Path, stage: str, expected: str) -> None:
+def test_a_scan_is_one_op_then_one_kernel(tmp_path: Path, stage: str, expected: str) -> None:
     path = tmp_path / "loop_model.py"
     path.write_text(TARGET)
     result = subprocess.run(
@@ -36,5 +37,8 @@ def test_a_scan_is_one_op_at_every_stage(tmp_path: Path, stage: str, expected: s
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert expected in result.stdout
-    if stage == "loops":  # the reverse scan only: the forward's history is read, not rerun
-        assert result.stdout.count("= tidu.scan ") == 1
+    if stage == "loops":  # the reverse scan only (the forward's history is read), a kernel
+        assert "tidu.scan" not in result.stdout
+        assert result.stdout.count("func.call @node0_s0(") == 1
+        kernel = result.stdout[result.stdout.index("func.func @node0_s0(") :]
+        assert "attributes {tidu.kernel}" in kernel.splitlines()[0] and "scf.for" in kernel

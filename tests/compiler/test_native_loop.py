@@ -1,14 +1,16 @@
 """Scans and while loops as one native loop (``compiler.native_loop``), and the
 contractions of their bodies as calls of a strided product (``compiler.loop_contractions``).
 
-Every case runs on a ``CompiledExecutor`` (its scan taken by a ``NativeScan``: checked)
+Every case runs on a ``CompiledExecutor`` (its scan taken natively: one scan kernel,
+``tidu-lower-control``, or a ``NativeScan``; checked)
 and on the ``ReferenceExecutor``, and the two must agree: carries that swap, a carry
 that is an ``xs`` row, integer and bool carries, several ``y``, reverse scans, and the
 gradient (a reverse scan of the body's VJP, native too), while loops and fori loops with
 tensor bounds (``NativeWhile``), random bodies (products in every orientation, so
 transposes inside the loop, swapped carries, checkpoint). A body with a step that needs
-Python between iterations (a nested scan) runs one plan call per iteration, and agrees;
-so does one whose driver fails to compile. The drivers' IR is checked filecheck-style.
+Python between iterations runs one plan call per iteration, and agrees (one whose
+driver fails to compile); a nested scan is one kernel of its body's plan. The drivers'
+IR is checked filecheck-style.
 """
 
 from __future__ import annotations
@@ -65,11 +67,13 @@ def test_a_contraction_over_dimensions_apart_in_memory_has_no_routine() -> None:
 
 
 def _all_native(executor: CompiledExecutor) -> bool:
-    """Whether every loop the executor ran went to a native runner (and one did)."""
-    from tidu_compile.executors.native_loops import _RUNNERS
+    """Whether every loop the executor ran went to a native runner (and one did): a
+    driver, or a scan's own program (one scan kernel, ``tidu-lower-control``)."""
+    from tidu_compile.executors.native_loops import _RUNNERS, _ScanKernelRunner
 
     runners = list(_RUNNERS.get(executor, {}).values())
-    return bool(runners) and all(isinstance(r, NativeScan | NativeWhile) for r in runners)
+    native = NativeScan | NativeWhile | _ScanKernelRunner
+    return bool(runners) and all(isinstance(r, native) for r in runners)
 
 
 def _both(run: Callable[[], list[Any]], natively: bool = True) -> None:
@@ -167,7 +171,9 @@ def test_while_loops_and_fori_loops_with_tensor_bounds(start: float) -> None:
     _both(run)
 
 
-def test_a_body_holding_a_loop_calls_its_plan_per_iteration() -> None:
+def test_a_body_holding_a_loop_runs_natively_its_inner_loop_one_kernel() -> None:
+    """The inner scan is one kernel of the body's plan (``tidu-lower-control``)."""
+
     def run() -> list[Any]:
         def step(c: tc.Tensor, x: tc.Tensor) -> tuple[tc.Tensor, None]:
             inner, _ = tc.scan(lambda h, _: (tc.sin(h) + x, None), c, length=3)
@@ -176,10 +182,18 @@ def test_a_body_holding_a_loop_calls_its_plan_per_iteration() -> None:
         final, _ = tc.scan(step, tc.zeros(6), tc.tensor(XS))
         return _values(final)
 
-    _both(run, natively=False)
+    _both(run)
 
 
 # ------------------------------------------------------------- the drivers' IR
+
+
+@pytest.fixture
+def driver_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scans take the driver, not their own program (``native_loops.SCAN_PROGRAMS``)."""
+    from tidu_compile.executors import native_loops
+
+    monkeypatch.setattr(native_loops, "SCAN_PROGRAMS", False)
 
 
 def _drivers(run: Callable[[], Any]) -> list[str]:
@@ -208,6 +222,7 @@ def _filecheck(text: str, checks: list[str]) -> None:
 
 
 @pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.usefixtures("driver_only")
 def test_a_scan_is_one_loop_over_its_body_kernels(reverse: bool) -> None:
     w, xs = tc.tensor(np.eye(3) * 0.5), tc.tensor(np.ones((4, 3)))
     (text,) = _drivers(lambda: tc.scan(lambda h, x: (tc.tanh(h @ w + x), tc.sum(h)),
@@ -264,6 +279,7 @@ def _rnn_values() -> list[Any]:
 
 
 @pytest.mark.compile_errors_expected
+@pytest.mark.usefixtures("driver_only")
 def test_a_driver_that_fails_to_compile_leaves_the_loop_per_iteration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -278,6 +294,7 @@ def test_a_driver_that_fails_to_compile_leaves_the_loop_per_iteration(
         _both(_rnn_values, natively=False)
 
 
+@pytest.mark.usefixtures("driver_only")
 def test_a_body_with_a_multithreaded_kernel_stays_per_iteration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -17,7 +17,8 @@ linear      graph   node       ``linearize`` (the JVP graph of the active output
 transposed  graph   node       ``linear_transpose`` (the VJP graph)
 tidu        mlir    program    ``import_program`` of the node's ``node_program``
 fused       mlir    tidu       canonicalize, cse, dce, tidu-fuse-elementwise, dce
-loops       mlir    fused      tidu-lower-to-loops, tidu-lower-linalg, expand-math-polynomials
+loops       mlir    fused      tidu-lower-to-loops, tidu-lower-linalg, expand-math-polynomials,
+                               tidu-lower-control (a scan of kernels: one scf.for kernel)
 kernels     kernels loops      ``kernel_code``: the kernel functions, canonical, keyed
 llvm        mlir    kernels    the convert-*-to-llvm passes, then ``check_llvm_legal``
 llvm-ir     text    llvm       xDSL's ``convert_module``, host hints, llvmlite parse
@@ -196,7 +197,8 @@ PIPELINE: tuple[Stage, ...] = (
                   "dce")),
     Stage("loops", "mlir", "each kernel a func/scf/memref/arith function over a chunk of rows",
           passes=("tidu-lower-to-loops{chunked=true runtime_scales=true}", "tidu-lower-linalg",
-                  "expand-math-polynomials{only_in_loops=true outline=true}")),
+                  "expand-math-polynomials{only_in_loops=true outline=true}",
+                  "tidu-lower-control")),
     Stage("kernels", "kernels", "the kernel functions, canonical: what their object code is "
           "keyed by", _kernel_code,
           does="kernel_code: extract_kernel_module, named by their text's digest"),

@@ -1,4 +1,10 @@
-"""Which loops a ``CompiledExecutor`` runs as one native call (``compiler.native_loop``).
+"""Which loops a ``CompiledExecutor`` runs as one native call.
+
+A scan whose body is all kernels runs as the compiled program of the scan alone
+(``scan_program``), whose ``loops`` stage makes it ONE kernel (``tidu-lower-control``:
+an ``scf.for`` over the body's kernels, cached with any program's). Any other scan, and
+every while loop, runs with ``compiler.native_loop``'s hand-written driver (counted:
+``stats.loop_drivers``).
 
 Each body is compiled as a graph of its own (the program a per-iteration call runs too),
 through the executor's usual lookup (memory, disk, compile; with ``background``, a
@@ -12,17 +18,23 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from tidu_compile.compiler.native_loop import NativeScan, NativeWhile, NotNative
-from tidu_compile.compiler.program import UnsupportedNode, graph_program
+from tidu_compile.compiler.plan import BoundPlan, LibraryStep
+from tidu_compile.compiler.program import UnsupportedNode, compilable, graph_program
+from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram
 from tidu_compile.executors.tiered import Submitted
+from tidu_compile.ops.base import TensorType
 
 __all__ = ["native_loop_runner"]
 
 #: Per executor: loop structure -> its runner, None, or the compiles it waits for.
 _RUNNERS: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
+
+#: False: every scan takes the driver (what its tests and a same-build comparison use).
+SCAN_PROGRAMS = True
 
 Obtain = Callable[[Any], Any]
 """The executor's lookup of a program's (artifact, bound plan), or a ``Submitted``."""
@@ -31,17 +43,56 @@ Obtain = Callable[[Any], Any]
 def _loop_key(loop: Any) -> Hashable:
     if hasattr(loop, "cond_body"):  # a WhileLoop
         return ("while", loop.cond_body, loop.body, loop.cond_consts)
-    return ("scan", loop.body, loop.consts, loop.carries, loop.reverse)
+    # the length too: a scan's own program (``scan_program``) is made for one
+    return ("scan", loop.body, loop.consts, loop.carries, loop.reverse, loop.length)
 
 
 def _bodies(loop: Any) -> tuple[Any, ...]:
     return (loop.cond_body, loop.body) if hasattr(loop, "cond_body") else (loop.body,)
 
 
+def scan_program(loop: Any) -> NodeProgram:
+    """The program of ``loop`` (an ``ops.Scan``) alone::
+
+        program(saved0: consts..., carries..., saved2: length x row...) {
+          v3, v4 = Scan(body=..., consts=1, carries=1, length=5, ...)(v0, v1, v2)
+          return (v3, v4,)
+        }
+    """
+    split = loop.consts + loop.carries
+    rows = loop.body.input_types[split:]
+    types = [*loop.body.input_types[:split],
+             *(TensorType((loop.length, *t.shape), t.dtype) for t in rows)]  # fmt: skip
+    inputs = tuple(range(len(types)))
+    outputs = tuple(range(len(types), len(types) + len(loop.infer_types(*types))))
+    types += loop.infer_types(*types)
+    sources = tuple(ArgSource("saved", i) for i in inputs)
+    return compilable(NodeProgram(sources, tuple(types), (Instr(loop, inputs, outputs),), outputs))
+
+
+def _one_kernel(bound: BoundPlan, loop: Any) -> bool:
+    """Whether the plan of ``scan_program(loop)`` runs the scan as a kernel (no library
+    step of it left: ``tidu-lower-control`` took it)."""
+    return not any(isinstance(s, LibraryStep) and isinstance(s.op, type(loop))
+                   for s in bound.plan.steps)  # fmt: skip
+
+
+class _ScanKernelRunner:
+    """Runs a scan as the bound plan of its ``scan_program`` (one scan kernel)."""
+
+    def __init__(self, bound: BoundPlan) -> None:
+        self.bound = bound
+
+    def __call__(self, consts: Sequence[Any], carries: Sequence[Any], xs: Sequence[Any],
+                 length: int) -> list[Any]:  # fmt: skip
+        return self.bound.run([*consts, *carries, *xs], check=False)
+
+
 def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
     """The native runner of ``loop`` (an ``ops.Scan`` or ``ops.WhileLoop``), or None."""
     runners = _RUNNERS.setdefault(executor, {})
     key = _loop_key(loop)
+    runner: NativeScan | NativeWhile | _ScanKernelRunner | None = None
     found = runners.get(key, runners)
     if found is not runners and not isinstance(found, list):
         return found
@@ -51,20 +102,33 @@ def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
         found = [executor.tiered.collect(f) if type(f) is Submitted else f for f in found]
     else:
         try:
+            whole: list[Any] = []
+            # not a zero-length scan: compiler.empty folds a program of nothing
+            if SCAN_PROGRAMS and not hasattr(loop, "cond_body") and loop.length > 0:
+                whole = [obtain(scan_program(loop))]
+                if isinstance(whole[0], tuple) and _one_kernel(whole[0][1], loop):
+                    runners[key] = runner = _ScanKernelRunner(whole[0][1])
+                    return runner  # the body's own program is not needed
             found = [obtain(graph_program(b.recorded, b.input_types)) for b in _bodies(loop)]
+            found += whole
         except UnsupportedNode:
             found = [None]
     if any(type(f) is Submitted for f in found):
         runners[key] = found
         return None
-    runner: NativeScan | NativeWhile | None = None
     if all(isinstance(f, tuple) for f in found):  # else REFERENCE_ONLY: not compiled
         plans = [f[1] for f in found]
+        if len(plans) == 2 and not hasattr(loop, "cond_body"):  # the body, the scan alone
+            alone = plans.pop()
+            if _one_kernel(alone, loop):
+                runners[key] = runner = _ScanKernelRunner(alone)
+                return runner
         try:
             if len(plans) == 2:
                 runner = NativeWhile(plans[0], plans[1], loop.cond_consts, loop.carries)
             else:
                 runner = NativeScan(plans[0], loop.consts, loop.carries, loop.reverse)
+            executor.stats.loop_drivers += 1
         except NotNative:
             runner = None
         except Exception as error:  # noqa: BLE001 - a driver that fails to compile: per iteration

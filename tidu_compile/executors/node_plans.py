@@ -42,6 +42,10 @@ class ExecutorStats:
     #: program (another batch size: ``compiler.kernel_code``), so LLVM did not run.
     generic_hits: int = 0
     fallbacks: int = 0
+    #: Loop structures run by ``compiler.native_loop``'s hand-written driver (a forward
+    #: loop, or a scan whose body ``tidu-lower-control`` could not make one kernel of:
+    #: ``tidu.loop_driver`` in the ``loops`` stage says why), counted once each.
+    loop_drivers: int = 0
     #: Node runs on the reference path while a background worker compiled the node.
     background_runs: int = 0
     #: Whole-tape programs that took over a tape structure's backward (``executors.capture``).
@@ -59,7 +63,8 @@ class ExecutorStats:
         return (
             f"compiles={self.compiles} memory_hits={self.memory_hits} "
             f"disk_hits={self.disk_hits} generic_hits={self.generic_hits} "
-            f"fallbacks={self.fallbacks} background_runs={self.background_runs} "
+            f"fallbacks={self.fallbacks} loop_drivers={self.loop_drivers} "
+            f"background_runs={self.background_runs} "
             f"captured={self.captured} captured_runs={self.captured_runs} "
             f"compile_seconds={self.compile_seconds:.3f} disk_seconds={self.disk_seconds:.3f}"
         )
