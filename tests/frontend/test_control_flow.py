@@ -10,6 +10,7 @@ predicates and the like.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -305,3 +306,21 @@ def test_a_scan_inside_a_traced_function_and_a_nested_scan(executor: tc.Backward
 def test_clear_errors(call: Callable[[], object], error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
         call()
+
+
+def test_a_zero_length_scan_gives_its_initial_carries_compiled_too() -> None:
+    """``compiler.empty`` folded a scan over no rows like an op on nothing, to zeros: the
+    compiled program returned ``[0, 0]`` for the carries ``[1, 2]``, and a zero gradient."""
+    h0, xs = np.array([1.0, 2.0]), np.zeros((0, 2))
+
+    def run(h: Any, x: Any) -> Any:
+        carry, ys = tc.scan(lambda c, r: (c * 2.0 + r, c), h, x, reverse=True)
+        return tc.sum(carry**2) + tc.sum(ys)
+
+    for executor in (tc.ReferenceExecutor(), CompiledExecutor(cache_dir=False, background=False)):
+        with tc.use_executor(executor):
+            traced = tc.function(run, always_compiled=True)
+            assert float(traced(h0, xs).numpy()) == 5.0
+            w = tc.tensor(h0, requires_grad=True)
+            np.testing.assert_array_equal(tc.grad(tc.function(run)(w, xs), [w])[0], 2 * h0)
+            np.testing.assert_array_equal(tc.grad(run(w, xs), [w])[0], 2 * h0)

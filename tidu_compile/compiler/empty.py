@@ -12,6 +12,11 @@ zero-size inputs; every op that touches one folds to what it must give:
   true: a comparison of a constant with itself), or the ``concatenate`` of the other
   pieces.
 
+A ``Scan`` of length 0 gives its initial carries (its outputs renamed to its carry
+inputs) and empty stacked outputs; any other loop or cond on an empty value is not
+folded (``compiler.program.compilable`` leaves such a node to the reference path:
+a loop's value on nothing is not zeros).
+
 What no result needs any longer (an empty comparison, an unread argument's consumers)
 is dropped. Afterwards a zero-size value is an argument or a constant: never a kernel
 operand.
@@ -75,14 +80,28 @@ def fold_empty_values(program: NodeProgram) -> NodeProgram:
         return program
     types = list(program.types)
     instrs: list[Instr] = []
+    renamed: dict[int, int] = {}  # a zero-length scan's carries: its carry inputs
     for instr in program.instrs:
+        if renamed:
+            instr = Instr(instr.op, tuple(renamed.get(i, i) for i in instr.inputs),
+                          instr.outputs)  # fmt: skip
         touched = [types[v] for v in (*instr.inputs, *instr.outputs)]
-        instrs.extend(_folded(instr, types) if any(map(_empty, touched)) else [instr])
-    live = {r for r in program.results if r is not None}
+        if not any(map(_empty, touched)):
+            instrs.append(instr)
+        elif isinstance(instr.op, ops.Scan) and instr.op.length == 0:
+            carries = instr.op.carries
+            carried = instr.inputs[instr.op.consts : instr.op.consts + carries]
+            renamed.update(zip(instr.outputs[:carries], carried, strict=True))
+            stacked = Instr(instr.op, instr.inputs, instr.outputs[carries:])
+            instrs.extend(_folded(stacked, types))
+        else:
+            instrs.extend(_folded(instr, types))
+    results = tuple(None if r is None else renamed.get(r, r) for r in program.results)
+    live = {r for r in results if r is not None}
     kept: list[Instr] = []
     for instr in reversed(instrs):
         if live.intersection(instr.outputs):
             kept.append(instr)
             live.update(instr.inputs)
     kept.reverse()
-    return NodeProgram(program.arg_sources, tuple(types), tuple(kept), program.results)
+    return NodeProgram(program.arg_sources, tuple(types), tuple(kept), results)

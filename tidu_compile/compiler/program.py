@@ -33,6 +33,7 @@ from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.graph import Local, ProducedDef, ValueKey, resolve
 from tidu_compile.ops.base import UNSIGNED_DTYPES, TensorType
+from tidu_compile.ops.control_flow import ControlFlow, Scan
 from tidu_compile.ops.custom_calls import CustomVJPLinear
 
 __all__ = [
@@ -299,6 +300,12 @@ def compilable(program: NodeProgram) -> NodeProgram:
     unsigned = sorted({t.dtype for t in program.types if t.dtype in UNSIGNED_DTYPES})
     if unsigned:
         raise UnsupportedNode(f"values of {', '.join(unsigned)} are not compiled")
+    for instr in program.instrs:  # a loop's value on nothing is not zeros (compiler.empty)
+        if isinstance(instr.op, ControlFlow) and not (
+            isinstance(instr.op, Scan) and instr.op.length == 0
+        ) and any(0 in program.types[v].shape for v in (*instr.inputs, *instr.outputs)):
+            raise UnsupportedNode(f"{type(instr.op).__name__} over zero-size values is not "
+                                  "compiled")  # fmt: skip
 
     return fold_empty_values(program)
 
