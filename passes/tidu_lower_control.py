@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tidu_compile.dialects.tidu_control import ScanOp
 from tidu_compile.dialects.tidu_shape import DotGeneralOp, ReshapeOp, TransposeOp
@@ -64,7 +64,7 @@ from .tidu_loop_contraction import Emit, append_to, contraction_loops
 from .tidu_loop_layout import layout_loops
 from .tidu_lower_to_loops import KERNEL_ATTR, memref_type
 
-__all__ = ["DRIVER_ATTR", "NotLowered", "TiduLowerControlPass"]
+__all__ = ["DRIVER_ATTR", "SCAN_BODIES", "NotLowered", "ScanBodies", "TiduLowerControlPass"]
 
 DRIVER_ATTR = "tidu.loop_driver"
 """On a ``tidu.scan`` left for the native driver: why the pass could not take it."""
@@ -112,24 +112,30 @@ def _copy(emit: Emit, source: _Buffer, target: _Buffer, shape: Sequence[int],
         body.add_op(scf.YieldOp())
 
 
-def _body_module(scan: Any) -> tuple[ModuleOp, Any]:
-    """The body's ``loops``-stage module and its plan (the same stages as any program)."""
-    from tidu_compile.compiler.plan import KernelStep
-    from tidu_compile.compiler.plan_builder import build_plan
-    from tidu_compile.compiler.program import UnsupportedNode, graph_program
-    from tidu_compile.compiler.stages import RunOptions, walk
+class ScanBodies(Protocol):
+    """What the pass needs of the compiler, which sits above the passes and installs
+    itself here (``tidu_compile.compiler.scan_bodies``, imported by the stage table)."""
 
-    try:
-        program = graph_program(scan.body.recorded, scan.body.input_types)
-    except UnsupportedNode as error:
-        raise NotLowered(f"the body has no program: {error}") from None
-    options = RunOptions(function="body", verify_each=False, verify_results=False)
-    module = walk(program, "program", "loops", options)
-    plan = build_plan(module, program)
-    for step in plan.steps:
-        if isinstance(step, KernelStep) and step.status_output >= 0:
-            raise NotLowered(f"the body has a kernel with a status: {step.symbol}")
-    return module, plan
+    def lower(self, scan: Any) -> ModuleOp:
+        """The body's ``loops``-stage module (the same stages as any program);
+        ``NotLowered`` when it has no program or a kernel with a status."""
+        ...
+
+    def kernel_functions(self, module: ModuleOp) -> list[func.FuncOp]: ...
+
+    def node_function(self, module: ModuleOp) -> func.FuncOp: ...
+
+    def primitive_of(self, op: Operation) -> Any: ...
+
+
+#: The compiler's side of the pass (None until ``compiler.scan_bodies`` is imported).
+SCAN_BODIES: ScanBodies | None = None
+
+
+def _bodies() -> ScanBodies:
+    if SCAN_BODIES is None:
+        raise NotLowered("no compiler to lower the body (import tidu_compile.compiler)")
+    return SCAN_BODIES
 
 
 def _rows_loaded_and_stored(callee: func.FuncOp, buffers: Sequence[_Buffer]) -> None:
@@ -188,12 +194,11 @@ class ScanKernel:
 def scan_kernel(op: ScanOp, scan: Any, name: str) -> ScanKernel:
     """The kernel ``name`` computing ``op`` (``scan``: its ``ops.Scan``); ``NotLowered``
     when the body cannot be one."""
-    from tidu_compile.compiler.plan_builder import kernel_functions, node_function
-    from tidu_compile.compiler.to_tidu import primitive_of
-
-    body, _ = _body_module(scan)
-    kernels = {f.sym_name.data: f for f in kernel_functions(body)}
-    node = node_function(body)
+    bodies = _bodies()
+    primitive_of = bodies.primitive_of
+    body = bodies.lower(scan)
+    kernels = {f.sym_name.data: f for f in bodies.kernel_functions(body)}
+    node = bodies.node_function(body)
     k, c = scan.consts, scan.carries
     operand_types = [memref_type(v.type) for v in op.operands]
     result_types = [memref_type(r.type) for r in op.results]
@@ -369,15 +374,14 @@ class TiduLowerControlPass(ModulePass):
     name = "tidu-lower-control"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from tidu_compile.compiler.to_tidu import primitive_of
-
         functions = [f for f in op.ops if isinstance(f, func.FuncOp)
                      and KERNEL_ATTR not in f.attributes and f.body.blocks]  # fmt: skip
         for function in functions:
             scans = [s for s in function.body.block.ops if isinstance(s, ScanOp)]
             for n, scan in enumerate(scans):
                 try:
-                    made = scan_kernel(scan, primitive_of(scan), f"{function.sym_name.data}_s{n}")
+                    primitive = _bodies().primitive_of(scan)
+                    made = scan_kernel(scan, primitive, f"{function.sym_name.data}_s{n}")
                 except NotLowered as why:
                     scan.attributes[DRIVER_ATTR] = StringAttr(str(why))
                     continue

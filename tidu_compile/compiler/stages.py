@@ -53,6 +53,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 from tidu_compile.ad import linear_transpose
+from tidu_compile.compiler import scan_bodies
 
 __all__ = [
     "GRAPH_STAGES",
@@ -383,3 +384,12 @@ def lower_to_llvm_dialect(
                    verify_result=verify_result)  # fmt: skip
     check_llvm_legal(module)
     return module
+
+
+def _body_to_loops(program: Any) -> ModuleOp:
+    """A scan body's ``loops``-stage module, for ``tidu-lower-control``."""
+    options = RunOptions(function="body", verify_each=False, verify_results=False)
+    return walk(program, "program", "loops", options)  # type: ignore[no-any-return]
+
+
+scan_bodies.install(_body_to_loops)
