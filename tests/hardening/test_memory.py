@@ -23,7 +23,7 @@ from tidu_compile.executors.compiled import CompiledExecutor
 from tidu_compile.frontend.tensor import LEAVES, recorded_graph_for
 
 LONG = bool(os.environ.get("TIDU_HARDENING_LONG"))
-ITERATIONS = 50_000 if LONG else 3_000
+ITERATIONS = 50_000 if LONG else 2_000
 WARMUP = 300
 PAGE = resource.getpagesize()
 
