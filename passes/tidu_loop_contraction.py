@@ -17,13 +17,16 @@ into an accumulator carried by the innermost loops::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
-__all__ = ["Emit", "Indices", "append_to", "contraction_loops"]
+__all__ = [
+    "Emit", "Indices", "append_to", "close_loops", "contraction_loops", "index_constant",
+    "loop_nest",
+]  # fmt: skip
 
 Emit = Callable[[Operation], Operation]
 
@@ -38,12 +41,36 @@ def append_to(block: Block) -> Emit:
     return emit
 
 
+def index_constant(emit: Emit, value: int) -> SSAValue:
+    """``arith.constant value : index``."""
+    return emit(arith.ConstantOp(IntegerAttr(value, IndexType()))).results[0]
+
+
 def _loop(emit: Emit, extent: int, iter_args: list[SSAValue]) -> tuple[scf.ForOp, Block]:
-    index = [emit(arith.ConstantOp(IntegerAttr(v, IndexType()))).results[0] for v in (0, extent, 1)]
+    index = [index_constant(emit, v) for v in (0, extent, 1)]
     body = Block(arg_types=[IndexType(), *(a.type for a in iter_args)])
     loop = scf.ForOp(index[0], index[1], index[2], iter_args, body)
     emit(loop)
     return loop, body
+
+
+def loop_nest(emit: Emit, shape: Sequence[int]) -> tuple[list[SSAValue], Emit, list[Block]]:
+    """``scf.for`` loops over ``shape`` (outermost first): their indices, an ``Emit`` into
+    the innermost body, and the bodies, each to end with ``close_loops``."""
+    indices: list[SSAValue] = []
+    bodies: list[Block] = []
+    for extent in shape:
+        _, body = _loop(emit, extent, [])
+        indices.append(body.args[0])
+        bodies.append(body)
+        emit = append_to(body)
+    return indices, emit, bodies
+
+
+def close_loops(bodies: Sequence[Block]) -> None:
+    """End each body of a ``loop_nest`` with its ``scf.yield``."""
+    for body in bodies:
+        body.add_op(scf.YieldOp())
 
 
 Indices = Callable[[SSAValue, list[SSAValue]], list[SSAValue]]

@@ -14,30 +14,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
-from xdsl.ir import Block, SSAValue
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import SSAValue
 
-from .tidu_loop_contraction import Emit, Indices, append_to
+from .tidu_loop_contraction import Emit, Indices, close_loops, index_constant, loop_nest
 
 __all__ = ["layout_loops"]
-
-
-def _constant(emit: Emit, value: int) -> SSAValue:
-    return emit(arith.ConstantOp(IntegerAttr(value, IndexType()))).results[0]
 
 
 def _unflatten(emit: Emit, indices: Sequence[SSAValue], target: Sequence[int],
                source: Sequence[int]) -> list[SSAValue]:  # fmt: skip
     """The indices in ``source`` of the row-major position of ``indices`` in ``target``."""
-    flat = _constant(emit, 0)
+    flat = index_constant(emit, 0)
     for d, i in enumerate(indices):
-        scaled = emit(arith.MuliOp(i, _constant(emit, prod(target[d + 1 :])))).results[0]
+        scaled = emit(arith.MuliOp(i, index_constant(emit, prod(target[d + 1 :])))).results[0]
         flat = emit(arith.AddiOp(flat, scaled)).results[0]
     result: list[SSAValue] = []
     for d, extent in enumerate(source):
-        quotient = emit(arith.DivUIOp(flat, _constant(emit, prod(source[d + 1 :])))).results[0]
-        result.append(emit(arith.RemUIOp(quotient, _constant(emit, extent))).results[0])
+        quotient = emit(arith.DivUIOp(flat, index_constant(emit, prod(source[d + 1 :])))).results[0]
+        result.append(emit(arith.RemUIOp(quotient, index_constant(emit, extent))).results[0])
     return result
 
 
@@ -51,14 +47,7 @@ def layout_loops(emit: Emit, op: object, source: SSAValue, shape: Sequence[int],
     target = out_type.get_shape()
     if 0 in target:
         return
-    indices: list[SSAValue] = []
-    loops: list[Block] = []
-    for extent in target:
-        body = Block(arg_types=[IndexType()])
-        emit(scf.ForOp(_constant(emit, 0), _constant(emit, extent), _constant(emit, 1), [], body))
-        indices.append(body.args[0])
-        loops.append(body)
-        emit = append_to(body)
+    indices, emit, loops = loop_nest(emit, target)
     permutation = getattr(op, "permutation", None)
     if permutation is not None:
         where: list[SSAValue] = [indices[0]] * len(permutation)
@@ -68,6 +57,5 @@ def layout_loops(emit: Emit, op: object, source: SSAValue, shape: Sequence[int],
         where = _unflatten(emit, indices, target, shape)
     value = emit(memref.LoadOp.get(source, at(source, where))).results[0]
     emit(memref.StoreOp.get(value, out, at(out, indices)))
-    for body in loops:
-        body.add_op(scf.YieldOp())
+    close_loops(loops)
 

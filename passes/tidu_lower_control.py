@@ -60,7 +60,14 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from .tidu_loop_contraction import Emit, append_to, contraction_loops
+from .tidu_loop_contraction import (
+    Emit,
+    append_to,
+    close_loops,
+    contraction_loops,
+    index_constant,
+    loop_nest,
+)
 from .tidu_loop_layout import layout_loops
 from .tidu_lower_to_loops import KERNEL_ATTR, memref_type
 
@@ -72,10 +79,6 @@ DRIVER_ATTR = "tidu.loop_driver"
 
 class NotLowered(Exception):
     """The body of a scan has something an ``scf.for`` kernel cannot hold (the reason)."""
-
-
-def _index(emit: Emit, value: int) -> SSAValue:
-    return emit(arith.ConstantOp(IntegerAttr(value, IndexType()))).results[0]
 
 
 @dataclass(frozen=True)
@@ -97,19 +100,10 @@ def _copy(emit: Emit, source: _Buffer, target: _Buffer, shape: Sequence[int],
     """
     if 0 in shape:
         return
-    indices: list[SSAValue] = []
-    loops: list[Block] = []
-    for extent in shape:
-        body = Block(arg_types=[IndexType()])
-        lower, upper, step = (_index(emit, v) for v in (0, extent, 1))
-        emit(scf.ForOp(lower, upper, step, [], body))
-        indices.append(body.args[0])
-        loops.append(body)
-        emit = append_to(body)
+    indices, emit, loops = loop_nest(emit, shape)
     load = emit(memref.LoadOp.get(source.value, source.at(row, indices)))
     emit(memref.StoreOp.get(load.results[0], target.value, target.at(row, indices)))
-    for body in loops:
-        body.add_op(scf.YieldOp())
+    close_loops(loops)
 
 
 class ScanBodies(Protocol):
@@ -223,13 +217,13 @@ def scan_kernel(op: ScanOp, scan: Any, name: str) -> ScanKernel:
     for j in range(c):  # the carry state starts as the given carries
         _copy(emit_entry, ins[k + j], outs[j], result_types[j].get_shape(), entry.args[0])
     loop = Block(arg_types=[IndexType()])
-    lower, upper, one = (_index(emit_entry, v) for v in (0, scan.length, 1))
+    lower, upper, one = (index_constant(emit_entry, v) for v in (0, scan.length, 1))
     emit_entry(scf.ForOp(lower, upper, one, [], loop))
     entry.add_op(func.ReturnOp())
     emit = append_to(loop)
     row: SSAValue = loop.args[0]
     if scan.reverse:
-        last = _index(emit, scan.length - 1)
+        last = index_constant(emit, scan.length - 1)
         row = emit(arith.SubiOp(last, loop.args[0])).results[0]
     block = node.body.block
     buffer_of: dict[SSAValue, _Buffer] = {}
@@ -286,7 +280,8 @@ def scan_kernel(op: ScanOp, scan: Any, name: str) -> ScanKernel:
             callee = kernels[body_op.callee.string_value()]
             buffers = [buffer_of[a] for a in body_op.arguments if a in buffer_of]
             _rows_loaded_and_stored(callee, buffers)
-            arguments = [buffer_of[a].value if a in buffer_of else _index(emit, constants[a])
+            arguments = [buffer_of[a].value if a in buffer_of
+                         else index_constant(emit, constants[a])
                          for a in body_op.arguments]  # fmt: skip
             _inline(emit, callee, arguments, {b.value for b in buffers if b.stacked}, row)
         elif isinstance(body_op, func.ReturnOp):
