@@ -47,6 +47,8 @@ FUNCTIONS: dict[str, Callable[[Any], Any]] = {
     "svd_abs2_u": lambda a: tnp.abs(tnp.linalg.svd(a)[0]) ** 2,
     "svd_polar": lambda a: _polar(tnp.linalg.svd(a)),
     "svd_tall_polar": lambda a: _polar(tnp.linalg.svd(a[:, :2], full_matrices=False)),
+    "pinv": tnp.linalg.pinv,
+    "pinv_tall": lambda a: tnp.linalg.pinv(a[:, :2]),
     "svd_wide_abs2_vh": lambda a: tnp.abs(tnp.linalg.svd(a[:2], full_matrices=False)[2]) ** 2,
 }
 
@@ -142,7 +144,12 @@ def test_complex_eigh_and_svd_match_numpy_up_to_phases_batched() -> None:
     np.testing.assert_allclose(full.S.numpy(), s.numpy(), rtol=1e-12)
 
 
-@pytest.mark.parametrize("call", [tnp.linalg.qr, tnp.linalg.pinv, tsl.expm])
+def test_complex_pinv_matches_numpy() -> None:
+    tall = np.concatenate([HPD, 1j * WEIGHTS[:1]], axis=0)
+    np.testing.assert_allclose(tnp.linalg.pinv(tall).numpy(), np.linalg.pinv(tall), atol=1e-12)
+
+
+@pytest.mark.parametrize("call", [tnp.linalg.qr, tsl.expm])
 def test_the_others_refuse_complex_matrices_by_name(call: Callable[[Any], Any]) -> None:
     with pytest.raises(TypeError, match="complex matrices are not supported yet"):
         call(HPD)

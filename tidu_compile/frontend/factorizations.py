@@ -10,7 +10,7 @@ cholesky(a, upper)     ``cholesky`` (of ``aᵀ`` for the upper triangle), as num
 eigh, eigvalsh         ``eigh`` (of ``aᵀ`` for ``UPLO='U'``)
 svd, svdvals           reduced ``svd`` (``full_matrices`` only for square matrices)
 qr(a, mode)            reduced ``qr`` (``'reduced'``, ``'r'``; ``'complete'`` when square)
-pinv(a, rcond)         ``V diag(1/s) Uᵀ`` over the singular values above the cutoff
+pinv(a, rcond)         ``V diag(1/s) U^H`` over the singular values above the cutoff
 matrix_power(a, n)     products by repeated squaring (``inv`` first when ``n < 0``)
 lstsq(a, b, rcond)     ``pinv(a) @ b`` (see ``lstsq``)
 =====================  ==========================================================
@@ -18,10 +18,10 @@ lstsq(a, b, rcond)     ``pinv(a) @ b`` (see ``lstsq``)
 All batch over leading axes, as numpy; integers become float64. Complex matrices:
 ``solve``, ``inv``, ``slogdet`` and ``det`` (``complex_slogdet``: a complex sign, a real
 log-determinant), ``cholesky`` (``a = L L^H``), ``matrix_power``, ``eigh``/``eigvalsh``
-(Hermitian: real eigenvalues, ``complex_eigh``) and ``svd``/``svdvals`` (real singular
-values, ``a = U diag(S) V^H``, ``complex_svd``) take them (and scipy's triangular and
-Cholesky solves); the others raise ``TypeError`` (not yet). Complex vectors are defined
-up to a phase per column: the gradients are those of the ops' fixed gauge
+(Hermitian: real eigenvalues, ``complex_eigh``), ``svd``/``svdvals`` (real singular
+values, ``a = U diag(S) V^H``, ``complex_svd``) and ``pinv`` take them (and scipy's
+triangular and Cholesky solves); the others raise ``TypeError`` (not yet). Complex
+vectors are defined up to a phase per column: the gradients are those of the ops' fixed gauge
 (``ops.complex_decompositions``), so only gauge-invariant functions of them (``|v|²``,
 ``U diag(S) V^H``) match numpy-based finite differences.
 Bad shapes raise ``LinAlgError``-like ``ValueError``s before any call. eigh and svd:
@@ -76,7 +76,7 @@ class QRResult(NamedTuple):
 
 #: The functions that take complex matrices (their primitives' rules are the adjoint's).
 COMPLEX_FUNCTIONS = ("solve", "inv", "slogdet", "det", "cholesky", "matrix_power", "eigh",
-                     "eigvalsh", "svd", "svdvals", "solve_triangular", "cho_factor",
+                     "eigvalsh", "svd", "svdvals", "pinv", "solve_triangular", "cho_factor",
                      "cho_solve")  # fmt: skip
 
 
@@ -242,13 +242,13 @@ def _default_rcond(x: Tensor) -> float:
 
 
 def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Tensor:
-    """The pseudo-inverse ``V diag(1/s) Uᵀ`` over the singular values above ``rcond *
-    max(s)`` (default ``max(m, n) * eps``, numpy's ``rtol``)."""
+    """The pseudo-inverse ``V diag(1/s) U^H`` (complex matrices too) over the singular
+    values above ``rcond * max(s)`` (default ``max(m, n) * eps``, numpy's ``rtol``)."""
     x = matrices(a, "pinv", square=False)
     cut = rcond if rcond is not None else rtol if rtol is not None else _default_rcond(x)
-    u, s, vh = apply_op(ops.Svd(x.shape), [x])
-    scaled = swapaxes(vh, -1, -2) * _reciprocal_above(s, cut)[..., None, :]
-    return matmul(scaled, swapaxes(u, -1, -2))
+    u, s, vh = svd(x, full_matrices=False)
+    scaled = adjoint(vh) * _reciprocal_above(s, cut)[..., None, :]
+    return matmul(scaled, adjoint(u))
 
 
 def matrix_power(a: Any, n: int) -> Tensor:
