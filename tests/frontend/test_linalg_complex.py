@@ -1,5 +1,6 @@
-"""Complex matrices in the solves, determinants and Cholesky (``numpy.linalg.solve``,
-``inv``, ``det``, ``slogdet``, ``cholesky``, ``matrix_power``;
+"""Complex matrices in the solves, determinants, Cholesky, eigh and SVD
+(``numpy.linalg.solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, ``matrix_power``,
+``eigh``, ``eigvalsh``, ``svd``, ``svdvals`` (gauge-invariant losses of the vectors);
 ``scipy.linalg.solve_triangular``, ``cho_solve``): the
 gradient of a real loss is ``dL/dRe + i dL/dIm`` (tidu's convention, PyTorch's),
 checked against central differences in both parts, on the reference executor and
@@ -38,7 +39,29 @@ FUNCTIONS: dict[str, Callable[[Any], Any]] = {
     "solve_triangular_C_unit": lambda a: tsl.solve_triangular(a, RHS, trans="C", lower=True,
                                                               unit_diagonal=True),
     "cho_solve_upper": lambda a: tsl.cho_solve(tsl.cho_factor(a), RHS),
+    # eigh and svd: gauge-invariant functions of the vectors only (a phase per column)
+    "eigvalsh": lambda a: tnp.linalg.eigvalsh(a)[None, :],
+    "eigh_abs2": lambda a: tnp.abs(tnp.linalg.eigh(a)[1]) ** 2,
+    "eigh_upper_projector": lambda a: _projector(tnp.linalg.eigh(a, UPLO="U")[1][:, :1]),
+    "svdvals": lambda a: tnp.linalg.svdvals(a)[None, :],
+    "svd_abs2_u": lambda a: tnp.abs(tnp.linalg.svd(a)[0]) ** 2,
+    "svd_polar": lambda a: _polar(tnp.linalg.svd(a)),
+    "svd_tall_polar": lambda a: _polar(tnp.linalg.svd(a[:, :2], full_matrices=False)),
+    "pinv": tnp.linalg.pinv,
+    "pinv_tall": lambda a: tnp.linalg.pinv(a[:, :2]),
+    "svd_wide_abs2_vh": lambda a: tnp.abs(tnp.linalg.svd(a[:2], full_matrices=False)[2]) ** 2,
 }
+
+
+def _projector(v: Any) -> Any:
+    """``v v^H``: the same for every phase of ``v``'s columns."""
+    return v @ tnp.conj(tnp.swapaxes(v, -1, -2))
+
+
+def _polar(usv: Any) -> Any:
+    """``U V^H`` and ``U diag(s) V^H`` (both invariant under a phase per pair)."""
+    u, s, vh = usv
+    return u @ vh + (u * s[None, :]) @ vh
 
 
 def _loss(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -100,8 +123,33 @@ def test_complex_values_match_numpy_and_scipy() -> None:
                                rtol=1e-12)  # fmt: skip
 
 
-@pytest.mark.parametrize("call", [tnp.linalg.eigh, tnp.linalg.svd, tnp.linalg.qr,
-                                  tnp.linalg.pinv, tsl.expm])  # fmt: skip
+def test_complex_eigh_and_svd_match_numpy_up_to_phases_batched() -> None:
+    batch = np.stack([HPD, HPD + 1j * (WEIGHTS - WEIGHTS.conj().T)])
+    w, v = tnp.linalg.eigh(batch)
+    w_np, v_np = np.linalg.eigh(batch)
+    assert w.dtype == np.float64 and v.dtype == np.complex128
+    np.testing.assert_allclose(w.numpy(), w_np, rtol=1e-12)
+    np.testing.assert_allclose(np.abs(v.numpy()), np.abs(v_np), atol=1e-12)
+    top = np.take_along_axis(v.numpy(), np.argmax(np.abs(v.numpy()), -2)[..., None, :], -2)
+    np.testing.assert_allclose(top.imag, 0, atol=1e-15)
+    assert (top.real > 0).all()
+    tall = np.concatenate([batch, batch[:, :1] * 2j], axis=1)  # 2 x 4 x 3
+    u, s, vh = tnp.linalg.svd(tall, full_matrices=False)
+    assert s.dtype == np.float64
+    np.testing.assert_allclose(s.numpy(), np.linalg.svdvals(tall), rtol=1e-12)
+    np.testing.assert_allclose((u.numpy() * s.numpy()[..., None, :]) @ vh.numpy(), tall,
+                               atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(tnp.linalg.svdvals(tall).numpy(), s.numpy(), rtol=1e-14)
+    full = tnp.linalg.svd(tall)  # non-square, full_matrices: numpy's, no gradient
+    np.testing.assert_allclose(full.S.numpy(), s.numpy(), rtol=1e-12)
+
+
+def test_complex_pinv_matches_numpy() -> None:
+    tall = np.concatenate([HPD, 1j * WEIGHTS[:1]], axis=0)
+    np.testing.assert_allclose(tnp.linalg.pinv(tall).numpy(), np.linalg.pinv(tall), atol=1e-12)
+
+
+@pytest.mark.parametrize("call", [tnp.linalg.qr, tsl.expm])
 def test_the_others_refuse_complex_matrices_by_name(call: Callable[[Any], Any]) -> None:
     with pytest.raises(TypeError, match="complex matrices are not supported yet"):
         call(HPD)

@@ -242,8 +242,10 @@ def test_bad_arguments_raise_clear_errors() -> None:
         tc.argmax(x, (0, 1))
     with pytest.raises(ValueError, match="invalid norm order 'fro' for vectors"):
         tc.norm(np.ones(3), "fro")
-    with pytest.raises(TypeError, match="complex matrices are not supported"):
-        tc.norm(np.ones((2, 2), complex), 2)  # real matrices: by singular values
+    z = np.array([[1, 2j], [3, 4 - 1j]])  # complex matrices: by (real) singular values
+    for order in (2, -2, "nuc"):
+        np.testing.assert_allclose(tc.norm(z, order).numpy(), np.linalg.norm(z, order),
+                                   rtol=1e-12)  # fmt: skip
     with pytest.raises(ValueError, match="improper number of dimensions"):
         tc.norm(np.ones((2, 2, 2)), 1)
     with pytest.raises(ValueError, match="names 3 axes"):

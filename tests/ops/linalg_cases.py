@@ -5,7 +5,8 @@ batched, in double precision and (for the solves and Cholesky) single.
 Generators: ``spd`` (``X X^H + n I``: Cholesky, eigh with a spread spectrum), ``general``
 (``X + n I``: solves, slogdet; well conditioned), ``triangular`` (a dominant diagonal of
 random sign), ``normal`` (SVD and QR: full rank almost surely, distinct values); for a
-complex dtype ``X`` has a random imaginary part too (the solves and Cholesky take them).
+complex dtype ``X`` has a random imaginary part too (the solves, Cholesky, the complex
+slogdet, eigh and SVD take them).
 """
 
 from __future__ import annotations
@@ -59,9 +60,15 @@ ROWS = [
      ("complex64",)),
     ("eigh", ops.Eigh((3, 3)), ("spd",), ((3, 3),), ("float64",)),
     ("eigh_batched", ops.Eigh((2, 4, 4)), ("normal",), ((2, 4, 4),), ("float64",)),
+    ("complex_eigh", ops.ComplexEigh((3, 3)), ("spd",), ((3, 3),), ("complex128",)),
+    ("complex_eigh_batched", ops.ComplexEigh((2, 4, 4)), ("normal",), ((2, 4, 4),),
+     ("complex128", "complex64")),
     ("svd_square", ops.Svd((3, 3)), ("normal",), ((3, 3),), ("float64",)),
     ("svd_tall", ops.Svd((2, 4, 3)), ("normal",), ((2, 4, 3),), ("float64",)),
     ("svd_wide", ops.Svd((3, 5)), ("normal",), ((3, 5),), ("float64",)),
+    ("complex_svd_square", ops.ComplexSvd((3, 3)), ("normal",), ((3, 3),), ("complex128",)),
+    ("complex_svd_tall", ops.ComplexSvd((2, 4, 3)), ("normal",), ((2, 4, 3),), ("complex128",)),
+    ("complex_svd_wide", ops.ComplexSvd((3, 5)), ("normal",), ((3, 5),), ("complex128",)),
     ("qr_square", ops.Qr((3, 3)), ("normal",), ((3, 3),), ("float64",)),
     ("qr_tall", ops.Qr((2, 4, 3)), ("normal",), ((2, 4, 3),), ("float64",)),
     ("expm", ops.Expm((3, 3)), ("normal",), ((3, 3),), ("float64", "float32")),

@@ -10,15 +10,20 @@ cholesky(a, upper)     ``cholesky`` (of ``aᵀ`` for the upper triangle), as num
 eigh, eigvalsh         ``eigh`` (of ``aᵀ`` for ``UPLO='U'``)
 svd, svdvals           reduced ``svd`` (``full_matrices`` only for square matrices)
 qr(a, mode)            reduced ``qr`` (``'reduced'``, ``'r'``; ``'complete'`` when square)
-pinv(a, rcond)         ``V diag(1/s) Uᵀ`` over the singular values above the cutoff
+pinv(a, rcond)         ``V diag(1/s) U^H`` over the singular values above the cutoff
 matrix_power(a, n)     products by repeated squaring (``inv`` first when ``n < 0``)
 lstsq(a, b, rcond)     ``pinv(a) @ b`` (see ``lstsq``)
 =====================  ==========================================================
 
 All batch over leading axes, as numpy; integers become float64. Complex matrices:
 ``solve``, ``inv``, ``slogdet`` and ``det`` (``complex_slogdet``: a complex sign, a real
-log-determinant), ``cholesky`` (``a = L L^H``) and ``matrix_power`` take them (and
-scipy's triangular and Cholesky solves); the others raise ``TypeError`` (not yet).
+log-determinant), ``cholesky`` (``a = L L^H``), ``matrix_power``, ``eigh``/``eigvalsh``
+(Hermitian: real eigenvalues, ``complex_eigh``), ``svd``/``svdvals`` (real singular
+values, ``a = U diag(S) V^H``, ``complex_svd``) and ``pinv`` take them (and scipy's
+triangular and Cholesky solves); the others raise ``TypeError`` (not yet). Complex
+vectors are defined up to a phase per column: the gradients are those of the ops' fixed gauge
+(``ops.complex_decompositions``), so only gauge-invariant functions of them (``|v|²``,
+``U diag(S) V^H``) match numpy-based finite differences.
 Bad shapes raise ``LinAlgError``-like ``ValueError``s before any call. eigh and svd:
 the derivatives of the vectors are infinite where two eigenvalues (singular values)
 tie; see ``ops.decompositions``.
@@ -70,8 +75,9 @@ class QRResult(NamedTuple):
 
 
 #: The functions that take complex matrices (their primitives' rules are the adjoint's).
-COMPLEX_FUNCTIONS = ("solve", "inv", "slogdet", "det", "cholesky", "matrix_power",
-                     "solve_triangular", "cho_factor", "cho_solve")  # fmt: skip
+COMPLEX_FUNCTIONS = ("solve", "inv", "slogdet", "det", "cholesky", "matrix_power", "eigh",
+                     "eigvalsh", "svd", "svdvals", "pinv", "solve_triangular", "cho_factor",
+                     "cho_solve")  # fmt: skip
 
 
 def matrices(a: Any, name: str, square: bool = True) -> Tensor:
@@ -161,13 +167,15 @@ def cholesky(a: Any, upper: bool = False) -> Tensor:
 
 
 def eigh(a: Any, UPLO: str = "L") -> EighResult:  # noqa: N803 - numpy's name
-    """Ascending eigenvalues and orthonormal eigenvectors (columns) of the symmetric
-    matrices ``a``'s ``UPLO`` triangle gives. Each eigenvector's largest entry is
-    positive. Eigenvector derivatives are infinite at repeated eigenvalues."""
+    """Ascending (real) eigenvalues and orthonormal eigenvectors (columns) of the
+    symmetric (Hermitian) matrices ``a``'s ``UPLO`` triangle gives. Each eigenvector's
+    entry of largest magnitude is real and positive (complex: numpy's vectors up to a
+    phase per column). Eigenvector derivatives are infinite at repeated eigenvalues."""
     if UPLO not in ("L", "U"):
         raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
     x = matrices(a, "eigh")
-    w, v = apply_op(ops.Eigh(x.shape), [_lower_reads(x, UPLO == "U")])
+    op = ops.ComplexEigh if x.dtype.kind == "c" else ops.Eigh
+    w, v = apply_op(op(x.shape), [_lower_reads(x, UPLO == "U")])
     return EighResult(w, v)
 
 
@@ -185,17 +193,19 @@ def _constant_only(x: Tensor, name: str, why: str) -> None:
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True,
         hermitian: bool = False) -> Any:  # fmt: skip
     """``SVDResult(U, S, Vh)`` with ``a = U diag(S) Vh`` (reduced when
-    ``full_matrices=False``), ``S`` descending; ``S`` alone when ``not compute_uv``.
-    Each column of ``U`` has its largest entry positive. For a non-square matrix the
-    full ``U``/``Vh`` are not unique: ``full_matrices=True`` gives numpy's values
-    without gradient (an error on a tensor that requires one)."""
+    ``full_matrices=False``), ``S`` real, descending; ``S`` alone when ``not compute_uv``.
+    Each column of ``U`` has its entry of largest magnitude real and positive (``Vh``'s
+    row turned with it; complex: numpy's vectors up to a phase per pair). For a
+    non-square matrix the full ``U``/``Vh`` are not unique: ``full_matrices=True`` gives
+    numpy's values without gradient (an error on a tensor that requires one)."""
     x = matrices(a, "svd", square=False)
     m, n = x.shape[-2:]
     if compute_uv and full_matrices and m != n:
         _constant_only(x, "svd", "full_matrices=True of a non-square matrix")
         full = np.linalg.svd(x.numpy(), full_matrices=True)
         return SVDResult(*(Tensor(part) for part in full))
-    u, s, vh = apply_op(ops.Svd(x.shape), [x])
+    op = ops.ComplexSvd if x.dtype.kind == "c" else ops.Svd
+    u, s, vh = apply_op(op(x.shape), [x])
     return SVDResult(u, s, vh) if compute_uv else s
 
 
@@ -232,13 +242,13 @@ def _default_rcond(x: Tensor) -> float:
 
 
 def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Tensor:
-    """The pseudo-inverse ``V diag(1/s) Uᵀ`` over the singular values above ``rcond *
-    max(s)`` (default ``max(m, n) * eps``, numpy's ``rtol``)."""
+    """The pseudo-inverse ``V diag(1/s) U^H`` (complex matrices too) over the singular
+    values above ``rcond * max(s)`` (default ``max(m, n) * eps``, numpy's ``rtol``)."""
     x = matrices(a, "pinv", square=False)
     cut = rcond if rcond is not None else rtol if rtol is not None else _default_rcond(x)
-    u, s, vh = apply_op(ops.Svd(x.shape), [x])
-    scaled = swapaxes(vh, -1, -2) * _reciprocal_above(s, cut)[..., None, :]
-    return matmul(scaled, swapaxes(u, -1, -2))
+    u, s, vh = svd(x, full_matrices=False)
+    scaled = adjoint(vh) * _reciprocal_above(s, cut)[..., None, :]
+    return matmul(scaled, adjoint(u))
 
 
 def matrix_power(a: Any, n: int) -> Tensor:

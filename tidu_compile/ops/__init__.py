@@ -21,6 +21,7 @@ from tidu_compile.ops.base import (
     type_of,
 )
 from tidu_compile.ops.binary_math import *  # noqa: F403
+from tidu_compile.ops.complex_decompositions import *  # noqa: F403
 from tidu_compile.ops.complex_ops import *  # noqa: F403
 from tidu_compile.ops.control_flow import *  # noqa: F403
 from tidu_compile.ops.decompositions import *  # noqa: F403
