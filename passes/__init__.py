@@ -22,18 +22,17 @@ _PASSES: dict[str, tuple[str, str]] = {
     "convert-ptr-to-llvm-fast": ("convert_ptr_to_llvm_fast", "ConvertPtrToLLVMFastPass"),
     "convert-ptradd-to-gep": ("convert_ptradd_to_gep", "ConvertPtrAddToGEPPass"),
     "expand-math-polynomials": ("expand_math_polynomials", "ExpandMathPolynomialsPass"),
+    "tidu-convert-scf-to-cf": ("convert_scf_to_cf", "ConvertScfToCfPass"),
     "tidu-fuse-elementwise": ("tidu_fuse_elementwise", "TiduFuseElementwisePass"),
     "tidu-lower-control": ("tidu_lower_control", "TiduLowerControlPass"),
     "tidu-lower-linalg": ("tidu_lower_linalg", "TiduLowerLinalgPass"),
     "tidu-lower-to-loops": ("tidu_lower_to_loops", "TiduLowerToLoopsPass"),
 }
 
-
 def _load(module_name: str, class_name: str) -> type[ModulePass]:
     module = importlib.import_module(f"{__name__}.{module_name}")
     pass_class: type[ModulePass] = getattr(module, class_name)
     return pass_class
-
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every pass of this package by name, each behind a lazy loader."""

@@ -1,4 +1,5 @@
-"""``tidu-lower-control``: a ``tidu.scan`` whose body is all kernels becomes ONE kernel.
+"""``tidu-lower-control``: a ``tidu.scan``, ``tidu.while_loop`` or ``tidu.cond`` whose
+bodies are all kernels becomes ONE kernel (an ``scf.for``, ``scf.while`` or ``scf.if``).
 
 The body (``ops.Scan.body``) is lowered through the same stages as any program
 (``compiler.stages.walk`` from ``program`` to ``loops``, this pass included, so an
@@ -25,25 +26,29 @@ and each carry into its state (through scratch when a carry is another's input):
       }
     }
 
-A library step of the body whose inputs are all loop-invariant (a constant, the
-transpose of a weight) is made once, before the call, and passed in; a real float
+A while loop is the carry state and an ``scf.while`` whose condition region holds the
+test's kernels and a load of its flag, and whose body region the body's kernels and
+the copies of the new carries into the state (``while_kernel``); a cond an ``scf.if``
+on its predicate whose branches write the results (``cond_kernel``). The bodies'
+steps are emitted by ``tidu_loop_bodies.emit_body``: a library step of a loop body
+whose inputs are all loop-invariant (a constant, the transpose of a weight) is made
+once, before the call, and passed in (never out of a cond's branch); a real float
 contraction is a loop nest in the loop (``tidu_loop_contraction``), a transpose or a
-reshape a copying loop nest (``tidu_loop_layout``). A scan stays as it was (its node's
-plan runs it with ``compiler.native_loop``'s driver) when its body has another library
-step (an integer contraction, a gather, a nested loop the body could not lower), a
-LAPACK kernel with a status, a complex buffer, or a row buffer used other than by loads
-and stores. Its op then gets
-``tidu.loop_driver = "<why>"``, which ``tidu-compile dump --stage loops`` shows.
+reshape a copying loop nest (``tidu_loop_layout``). A loop or cond stays as it was (a
+scan's or while loop's node plan runs it with ``compiler.native_loop``'s driver, a
+cond's picks its branch's program) when a body has another library step (an integer
+contraction, a gather, a nested loop the body could not lower), a LAPACK kernel with a
+status, a complex buffer, or a row buffer used other than by loads and stores. Its op
+then gets ``tidu.loop_driver = "<why>"``, which ``tidu-compile dump --stage loops``
+shows. The ``llvm`` stage lowers ``scf.while`` with ``tidu-convert-scf-to-cf``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tidu_compile.dialects.tidu_control import ScanOp
-from tidu_compile.dialects.tidu_shape import DotGeneralOp, ReshapeOp, TransposeOp
+from tidu_compile.dialects.tidu_control import CondOp, ControlFlowOperation, ScanOp, WhileLoopOp
 from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, func, memref, scf
 from xdsl.dialects.builtin import (
@@ -60,59 +65,32 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from .tidu_loop_contraction import (
-    Emit,
-    append_to,
-    close_loops,
-    contraction_loops,
-    index_constant,
-    loop_nest,
+from .tidu_loop_bodies import (
+    BodyModule,
+    Buffer,
+    LoopKernel,
+    NotLowered,
+    copy_buffer,
+    emit_body,
+    write_carries,
 )
-from .tidu_loop_layout import layout_loops
+from .tidu_loop_contraction import append_to, index_constant
 from .tidu_lower_to_loops import KERNEL_ATTR, memref_type
 
 __all__ = ["DRIVER_ATTR", "SCAN_BODIES", "NotLowered", "ScanBodies", "TiduLowerControlPass"]
 
 DRIVER_ATTR = "tidu.loop_driver"
-"""On a ``tidu.scan`` left for the native driver: why the pass could not take it."""
-
-
-class NotLowered(Exception):
-    """The body of a scan has something an ``scf.for`` kernel cannot hold (the reason)."""
-
-
-@dataclass(frozen=True)
-class _Buffer:
-    """A memref of the scan kernel, and whether it is stacked (a body value is its row)."""
-
-    value: SSAValue
-    stacked: bool = False
-
-    def at(self, row: SSAValue, indices: Sequence[SSAValue]) -> list[SSAValue]:
-        return [row, *indices] if self.stacked else list(indices)
-
-
-def _copy(emit: Emit, source: _Buffer, target: _Buffer, shape: Sequence[int],
-          row: SSAValue) -> None:  # fmt: skip
-    """``target = source`` element by element (a stacked buffer at row ``row``)::
-
-    scf.for %i0 = %c0 to %cN step %c1 { %v = memref.load ... memref.store %v, ... }
-    """
-    if 0 in shape:
-        return
-    indices, emit, loops = loop_nest(emit, shape)
-    load = emit(memref.LoadOp.get(source.value, source.at(row, indices)))
-    emit(memref.StoreOp.get(load.results[0], target.value, target.at(row, indices)))
-    close_loops(loops)
+"""On a loop or cond left as a library step (a scan for the native driver): why the
+pass could not take it."""
 
 
 class ScanBodies(Protocol):
     """What the pass needs of the compiler, which sits above the passes and installs
     itself here (``tidu_compile.compiler.scan_bodies``, imported by the stage table)."""
 
-    def lower(self, scan: Any) -> ModuleOp:
-        """The body's ``loops``-stage module (the same stages as any program);
-        ``NotLowered`` when it has no program or a kernel with a status."""
+    def lower(self, body: Any) -> ModuleOp:
+        """The ``loops``-stage module of ``body`` (an ``ops.Body``: the same stages as any
+        program); ``NotLowered`` when it has no program or a kernel with a status."""
         ...
 
     def kernel_functions(self, module: ModuleOp) -> list[func.FuncOp]: ...
@@ -132,208 +110,156 @@ def _bodies() -> ScanBodies:
     return SCAN_BODIES
 
 
-def _rows_loaded_and_stored(callee: func.FuncOp, buffers: Sequence[_Buffer]) -> None:
-    """``NotLowered`` unless every row argument of ``callee`` is only loaded and stored."""
-    for argument, buffer in zip(callee.body.block.args, buffers, strict=False):
-        if not buffer.stacked:
-            continue
-        for use in argument.uses:
-            user = use.operation
-            if isinstance(user, memref.LoadOp) or (isinstance(user, memref.StoreOp)
-                                                   and use.index == 1):  # fmt: skip
-                continue
-            raise NotLowered(f"a row of the scan is used by {user.name}")
-
-
-def _inline(emit: Emit, callee: func.FuncOp, arguments: list[SSAValue],
-            stacked: set[SSAValue], row: SSAValue) -> None:  # fmt: skip
-    """Clone ``callee``'s body with ``arguments`` for its block arguments; each load or
-    store of a ``stacked`` buffer gets ``row`` as its first index."""
-    if len(callee.body.blocks) != 1:
-        raise NotLowered(f"kernel {callee.sym_name.data} has several blocks")
-    mapper: dict[SSAValue, SSAValue] = dict(zip(callee.body.block.args, arguments, strict=True))
-    cloned = [emit(op.clone(value_mapper=mapper)) for op in callee.body.block.ops
-              if not isinstance(op, func.ReturnOp)]  # fmt: skip
-    accesses = [inner for op in cloned for inner in op.walk()
-                if isinstance(inner, memref.LoadOp | memref.StoreOp) and inner.memref in stacked]
-    for op in accesses:
-        parent = op.parent_block()
-        assert parent is not None
-        new: Operation
-        if isinstance(op, memref.LoadOp):
-            new = memref.LoadOp.get(op.memref, [row, *op.indices])
-            parent.insert_op_before(new, op)
-            op.results[0].replace_all_uses_with(new.results[0])
-        else:
-            new = memref.StoreOp.get(op.value, op.memref, [row, *op.indices])
-            parent.insert_op_before(new, op)
-        parent.erase_op(op)
-
-
-@dataclass
-class ScanKernel:
-    """A scan kernel (see the module docstring) and what its call passes after the
-    scan's operands and results: scratch buffers (types) and constants (globals)."""
-
-    function: func.FuncOp
-    #: inputs: constant globals, and the results of the body's loop-invariant library
-    #: steps (``hoisted``, made by the caller from the scan's consts)
-    constants: list[memref.GlobalOp | SSAValue] = field(default_factory=list)
-    hoisted: list[Operation] = field(default_factory=list)
-    body_consts: tuple[SSAValue, ...] = ()  # the body's const arguments, which they read
-    scratch: list[MemRefType] = field(default_factory=list)  # outputs
-    helpers: list[func.FuncOp] = field(default_factory=list)  # the body's math functions
-
-
-def scan_kernel(op: ScanOp, scan: Any, name: str) -> ScanKernel:
-    """The kernel ``name`` computing ``op`` (``scan``: its ``ops.Scan``); ``NotLowered``
-    when the body cannot be one."""
+def _lowered(body: Any) -> BodyModule:
+    """``body`` (an ``ops.Body``) at the ``loops`` stage."""
     bodies = _bodies()
-    primitive_of = bodies.primitive_of
-    body = bodies.lower(scan)
-    kernels = {f.sym_name.data: f for f in bodies.kernel_functions(body)}
-    node = bodies.node_function(body)
-    k, c = scan.consts, scan.carries
+    module = bodies.lower(body)
+    kernels = {f.sym_name.data: f for f in bodies.kernel_functions(module)}
+    return BodyModule(module, bodies.node_function(module), kernels, bodies.primitive_of)
+
+
+def _start(op: ControlFlowOperation) -> tuple[LoopKernel, list[Buffer], list[Buffer],
+                                             list[MemRefType]]:  # fmt: skip
+    """The kernel of ``op`` with its entry block: arguments for the op's operands (the
+    ins) and results (the outs), and the results' memref types."""
     operand_types = [memref_type(v.type) for v in op.operands]
     result_types = [memref_type(r.type) for r in op.results]
     if any(isinstance(t.element_type, ComplexType) for t in [*operand_types, *result_types]):
         raise NotLowered("a complex buffer")
     entry = Block(arg_types=[*operand_types, *result_types])
-    ins = [_Buffer(a, stacked=i >= k + c) for i, a in enumerate(entry.args[: len(operand_types)])]
-    outs = [_Buffer(a, stacked=j >= c) for j, a in enumerate(entry.args[len(operand_types) :])]
-    made = ScanKernel(func.FuncOp(name, ([], []), Region()))
-    globals_ = {g.sym_name.data: g for g in body.ops if isinstance(g, memref.GlobalOp)}
+    ins = [Buffer(a) for a in entry.args[: len(operand_types)]]
+    outs = [Buffer(a) for a in entry.args[len(operand_types) :]]
+    return LoopKernel(entry, len(operand_types)), ins, outs, result_types
 
-    def extra(what: MemRefType | memref.GlobalOp | SSAValue, t: MemRefType) -> _Buffer:
-        """An argument after the scan's: inputs (constants) before every output, as
-        the plan passes them (``compiler.plan_builder``)."""
-        if isinstance(what, MemRefType):  # scratch: an output
-            made.scratch.append(what)
-            return _Buffer(entry.insert_arg(t, len(entry.args)))
-        made.constants.append(what)
-        return _Buffer(entry.insert_arg(t, len(operand_types) + len(made.constants) - 1))
 
-    emit_entry = append_to(entry)
-    for j in range(c):  # the carry state starts as the given carries
-        _copy(emit_entry, ins[k + j], outs[j], result_types[j].get_shape(), entry.args[0])
+def _finish(kernel: LoopKernel, name: str) -> func.FuncOp:
+    """The kernel function ``name`` of ``kernel``'s entry block (ended with its return)."""
+    kernel.entry.add_op(func.ReturnOp())
+    noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
+    types = [a.type for a in kernel.entry.args]
+    function = func.FuncOp(name, (types, []), Region(kernel.entry),
+                           arg_attrs=ArrayAttr([noalias] * len(types)))  # fmt: skip
+    function.attributes[KERNEL_ATTR] = UnitAttr()
+    return function
+
+
+def _initial_carries(kernel: LoopKernel, carries: list[Buffer], states: list[Buffer],
+                     types: list[MemRefType]) -> None:  # fmt: skip
+    """The carry state starts as the given carries."""
+    for carry, state, t in zip(carries, states, types, strict=False):
+        copy_buffer(append_to(kernel.entry), carry, state, t.get_shape(), None)
+
+
+def scan_kernel(op: ScanOp, scan: Any, name: str) -> tuple[LoopKernel, func.FuncOp]:
+    """The kernel ``name`` computing ``op`` (``scan``: its ``ops.Scan``); ``NotLowered``
+    when the body cannot be one."""
+    body = _lowered(scan.body)
+    k, c = scan.consts, scan.carries
+    kernel, ins, outs, result_types = _start(op)
+    ins = [Buffer(b.value, stacked=i >= k + c) for i, b in enumerate(ins)]
+    outs = [Buffer(b.value, stacked=j >= c) for j, b in enumerate(outs)]
+    _initial_carries(kernel, ins[k : k + c], outs[:c], result_types)
+    emit_entry = append_to(kernel.entry)
     loop = Block(arg_types=[IndexType()])
     lower, upper, one = (index_constant(emit_entry, v) for v in (0, scan.length, 1))
     emit_entry(scf.ForOp(lower, upper, one, [], loop))
-    entry.add_op(func.ReturnOp())
     emit = append_to(loop)
     row: SSAValue = loop.args[0]
     if scan.reverse:
         last = index_constant(emit, scan.length - 1)
         row = emit(arith.SubiOp(last, loop.args[0])).results[0]
-    block = node.body.block
-    buffer_of: dict[SSAValue, _Buffer] = {}
-    for i, argument in enumerate(block.args):
-        buffer_of[argument] = outs[i - k] if k <= i < k + c else ins[i]
-    constants: dict[SSAValue, int] = {}
-    invariant: set[SSAValue] = set(block.args[:k])  # known before the loop
-    made.body_consts = tuple(block.args[:k])
-    results: list[_Buffer] = []
-    for body_op in block.ops:
-        if isinstance(body_op, bufferization.ToBufferOp | bufferization.ToTensorOp):
-            buffer_of[body_op.results[0]] = buffer_of[body_op.operands[0]]
-        elif isinstance(body_op, memref.AllocOp | memref.GetGlobalOp):
-            t = body_op.results[0].type
-            assert isinstance(t, MemRefType)
-            what = globals_[body_op.name_.string_value()] if isinstance(
-                body_op, memref.GetGlobalOp) else t  # fmt: skip
-            buffer_of[body_op.results[0]] = extra(what, t)
-        elif body_op.dialect_name() == "tidu" and all(v in invariant for v in body_op.operands):
-            made.hoisted.append(body_op)  # made once, by the caller
-            for result in body_op.results:
-                invariant.add(result)
-                buffer_of[result] = extra(result, memref_type(result.type))
-        elif isinstance(body_op, DotGeneralOp):
-            out = memref_type(body_op.results[0].type)
-            buffer = buffer_of[body_op.results[0]] = extra(out, out)
-            lhs, rhs = (buffer_of[v] for v in body_op.operands)
-            stacked = {b.value: b for b in (lhs, rhs)}
-
-            def at(value: SSAValue, indices: list[SSAValue],
-                   stacked: dict[SSAValue, _Buffer] = stacked) -> list[SSAValue]:  # fmt: skip
-                known = stacked.get(value)
-                return known.at(row, indices) if known is not None else list(indices)
-
-            if not contraction_loops(emit, primitive_of(body_op), lhs.value, rhs.value,
-                                     buffer.value, at):  # fmt: skip
-                raise NotLowered("the body has an integer contraction")
-        elif isinstance(body_op, TransposeOp | ReshapeOp):
-            out = memref_type(body_op.results[0].type)
-            buffer = buffer_of[body_op.results[0]] = extra(out, out)
-            source = buffer_of[body_op.operands[0]]
-
-            def at_source(value: SSAValue, indices: list[SSAValue],
-                          source: _Buffer = source) -> list[SSAValue]:  # fmt: skip
-                return source.at(row, indices) if value is source.value else list(indices)
-
-            layout_loops(emit, primitive_of(body_op), source.value,
-                         memref_type(body_op.operands[0].type).get_shape(), buffer.value,
-                         at_source)  # fmt: skip
-        elif isinstance(body_op, arith.ConstantOp) and isinstance(body_op.result.type, IndexType):
-            assert isinstance(body_op.value, IntegerAttr)
-            constants[body_op.result] = body_op.value.value.data
-        elif isinstance(body_op, func.CallOp):
-            callee = kernels[body_op.callee.string_value()]
-            buffers = [buffer_of[a] for a in body_op.arguments if a in buffer_of]
-            _rows_loaded_and_stored(callee, buffers)
-            arguments = [buffer_of[a].value if a in buffer_of
-                         else index_constant(emit, constants[a])
-                         for a in body_op.arguments]  # fmt: skip
-            _inline(emit, callee, arguments, {b.value for b in buffers if b.stacked}, row)
-        elif isinstance(body_op, func.ReturnOp):
-            results = [buffer_of[v] for v in body_op.operands]
-        elif body_op.dialect_name() == "tidu":
-            raise NotLowered(f"the body has a library step: {type(primitive_of(body_op)).__name__}")
-        else:
-            raise NotLowered(f"{body_op.name} in the body")
+    arguments = [*ins[:k], *outs[:c], *ins[k + c :]]  # the body reads the carry state
+    results = emit_body(emit, body, arguments, k, 0, kernel, row)
     for j in range(c, len(results)):  # ys[row] = y
-        _copy(emit, results[j], outs[j], result_types[j].get_shape()[1:], row)
-    states = {outs[j].value for j in range(c)}
-    staged: list[tuple[int, _Buffer]] = []
-    for j in range(c):  # a carry read from another's state goes through scratch first
-        source = results[j]
-        if source.value is outs[j].value:
-            continue
-        if source.value in states:
-            scratch = extra(result_types[j], result_types[j])
-            _copy(emit, source, scratch, result_types[j].get_shape(), row)
-            source = scratch
-        staged.append((j, source))
-    for j, source in staged:
-        _copy(emit, source, outs[j], result_types[j].get_shape(), row)
+        copy_buffer(emit, results[j], outs[j], result_types[j].get_shape()[1:], row)
+    write_carries(emit, results[:c], outs[:c], result_types[:c], kernel, row)
     loop.add_op(scf.YieldOp())
-    noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
-    types = [a.type for a in entry.args]
-    made.function = func.FuncOp(name, (types, []), Region(entry),
-                                arg_attrs=ArrayAttr([noalias] * len(types)))  # fmt: skip
-    made.function.attributes[KERNEL_ATTR] = UnitAttr()
-    made.helpers = [f for f in body.ops if isinstance(f, func.FuncOp)
-                    and getattr(f.sym_visibility, "data", None) == "private"]  # fmt: skip
-    return made
+    return kernel, _finish(kernel, name)
 
 
-def _replace(op: ScanOp, made: ScanKernel, module: ModuleOp) -> None:
-    """``op`` becomes the buffers and the call of ``made`` (its helpers, constants and
-    function added to ``module``)."""
+def while_kernel(op: WhileLoopOp, loop: Any, name: str) -> tuple[LoopKernel, func.FuncOp]:
+    """The kernel ``name`` computing ``op`` (``loop``: its ``ops.WhileLoop``): the carry
+    state, then an ``scf.while`` whose condition region runs the test's kernels and
+    whose body region the body's, writing the new carries into the state::
+
+        func.func @node_w0(%kc..., %kb..., %c0..., %state..., %scratch...) {
+          <copy %c0 -> %state>
+          scf.while () : () -> () {
+            <cond_body's kernels: %state -> %test>
+            %go = memref.load %test[] : memref<i1>
+            scf.condition(%go)
+          } do {
+            <body's kernels: %state -> %new>
+            <copy %new -> %state>
+            scf.yield
+          }
+        }
+    """
+    test_body, step_body = _lowered(loop.cond_body), _lowered(loop.body)
+    kc, c = loop.cond_consts, loop.carries
+    kb = len(loop.body.input_types) - c
+    kernel, ins, outs, result_types = _start(op)
+    _initial_carries(kernel, ins[kc + kb :], outs, result_types)
+    test, step = Block(), Block()
+    emit_test = append_to(test)
+    (flag,) = emit_body(emit_test, test_body, [*ins[:kc], *outs], kc, 0, kernel, None)
+    go = emit_test(memref.LoadOp.get(flag.value, []))
+    emit_test(scf.ConditionOp(go.results[0]))
+    emit_step = append_to(step)
+    new = emit_body(emit_step, step_body, [*ins[kc : kc + kb], *outs], kb, kc, kernel, None)
+    write_carries(emit_step, new, outs, result_types, kernel, None)
+    step.add_op(scf.YieldOp())
+    append_to(kernel.entry)(scf.WhileOp([], [], Region(test), Region(step)))
+    return kernel, _finish(kernel, name)
+
+
+def cond_kernel(op: CondOp, cond: Any, name: str) -> tuple[LoopKernel, func.FuncOp]:
+    """The kernel ``name`` computing ``op`` (``cond``: its ``ops.Cond``): an ``scf.if`` on
+    the predicate, each branch its body's kernels writing the results::
+
+        func.func @node_c0(%pred: memref<i1>, %x..., %r..., %scratch...) {
+          %p = memref.load %pred[] : memref<i1>
+          scf.if %p { <true_body's kernels: %x -> %r> } else { <false_body's> }
+        }
+
+    Nothing is hoisted out of a branch (a step runs only in its branch), so a branch
+    with a library step is ``NotLowered``."""
+    branches = _lowered(cond.true_body), _lowered(cond.false_body)
+    kernel, ins, outs, result_types = _start(op)
+    emit = append_to(kernel.entry)
+    predicate = emit(memref.LoadOp.get(ins[0].value, []))
+    regions = []
+    for branch in branches:
+        block = Block()
+        emit_branch = append_to(block)
+        results = emit_body(emit_branch, branch, ins[1:], 0, 1, kernel, None)
+        for result, out, t in zip(results, outs, result_types, strict=True):
+            copy_buffer(emit_branch, result, out, t.get_shape(), None)
+        block.add_op(scf.YieldOp())
+        regions.append(Region(block))
+    emit(scf.IfOp(predicate.results[0], [], regions[0], regions[1]))
+    return kernel, _finish(kernel, name)
+
+
+def _replace(op: ControlFlowOperation, kernel: LoopKernel, function: func.FuncOp,
+             module: ModuleOp) -> None:  # fmt: skip
+    """``op`` becomes the buffers and the call of ``function`` (``kernel``'s helpers and
+    constants, and ``function``, added to ``module``)."""
     block = op.parent_block()
     assert block is not None
-    name = made.function.sym_name.data
+    name = function.sym_name.data
     known = {f.sym_name.data for f in module.ops if isinstance(f, func.FuncOp | memref.GlobalOp)}
-    for helper in made.helpers:  # math expansions: one per function and type, same text
+    for helper in kernel.helpers:  # math expansions: one per function and type, same text
         if helper.sym_name.data not in known:
             module.body.block.add_op(helper.clone())
     new_ops: list[Operation] = []
-    mapper: dict[SSAValue, SSAValue] = dict(zip(made.body_consts, op.operands, strict=False))
-    hoisted = [h.clone(value_mapper=mapper) for h in made.hoisted]  # maps their results too
+    mapper = {argument: op.operands[i] for argument, i in kernel.const_operands.items()}
+    hoisted = [h.clone(value_mapper=mapper) for h in kernel.hoisted]  # maps their results too
     for value in op.operands:
         new_ops.append(bufferization.ToBufferOp.create(
             operands=[value], result_types=[memref_type(value.type)],
             properties={"read_only": UnitAttr()}))  # fmt: skip
-    for n, what in enumerate(made.constants):
+    for n, what in enumerate(kernel.constants):
         if isinstance(what, memref.GlobalOp):
             copy = what.clone()
             copy.sym_name = StringAttr(f"{name}_c{n}")
@@ -346,7 +272,7 @@ def _replace(op: ScanOp, made: ScanKernel, module: ModuleOp) -> None:
                 properties={"read_only": UnitAttr()}))  # fmt: skip
     allocs = [memref.AllocOp([], [], memref_type(r.type)) for r in op.results]
     new_ops += allocs
-    new_ops += [memref.AllocOp([], [], t) for t in made.scratch]
+    new_ops += [memref.AllocOp([], [], t) for t in kernel.scratch]
     arguments = [new.results[0] for new in new_ops]
     call = func.CallOp(name, arguments, [])
     call.attributes["tidu.domain_size"] = IntegerAttr(1, 64)
@@ -356,14 +282,24 @@ def _replace(op: ScanOp, made: ScanKernel, module: ModuleOp) -> None:
     for result, tensor in zip(op.results, tensors, strict=True):
         result.replace_all_uses_with(tensor.tensor)
     block.erase_op(op)
-    module.body.block.add_op(made.function)
+    module.body.block.add_op(function)
+
+
+#: Each control-flow op the pass takes: its kernel builder and its kernels' name suffix.
+_KERNELS: dict[type[ControlFlowOperation], tuple[Any, str]] = {
+    ScanOp: (scan_kernel, "s"),
+    WhileLoopOp: (while_kernel, "w"),
+    CondOp: (cond_kernel, "c"),
+}
 
 
 @dataclass(frozen=True)
 class TiduLowerControlPass(ModulePass):
-    """Make each ``tidu.scan`` whose body lowers to kernels one ``scf.for`` kernel.
+    """Make each ``tidu.scan``, ``tidu.while_loop``, ``tidu.cond`` of kernels one kernel.
 
-    The call of one scan kernel replaces it (see the module docstring); a scan the pass
+    The kernel is an ``scf.for``, ``scf.while`` or ``scf.if`` over the bodies' kernels.
+
+    The call of the kernel replaces the op (see the module docstring); an op the pass
     cannot take gets ``DRIVER_ATTR``."""
 
     name = "tidu-lower-control"
@@ -372,12 +308,13 @@ class TiduLowerControlPass(ModulePass):
         functions = [f for f in op.ops if isinstance(f, func.FuncOp)
                      and KERNEL_ATTR not in f.attributes and f.body.blocks]  # fmt: skip
         for function in functions:
-            scans = [s for s in function.body.block.ops if isinstance(s, ScanOp)]
-            for n, scan in enumerate(scans):
+            loops = [s for s in function.body.block.ops if type(s) in _KERNELS]
+            for n, loop in enumerate(loops):
+                build, suffix = _KERNELS[type(loop)]
                 try:
-                    primitive = _bodies().primitive_of(scan)
-                    made = scan_kernel(scan, primitive, f"{function.sym_name.data}_s{n}")
+                    primitive = _bodies().primitive_of(loop)
+                    kernel, made = build(loop, primitive, f"{function.sym_name.data}_{suffix}{n}")
                 except NotLowered as why:
-                    scan.attributes[DRIVER_ATTR] = StringAttr(str(why))
+                    loop.attributes[DRIVER_ATTR] = StringAttr(str(why))
                     continue
-                _replace(scan, made, op)
+                _replace(loop, kernel, made, op)

@@ -69,10 +69,10 @@ def test_a_contraction_over_dimensions_apart_in_memory_has_no_routine() -> None:
 def _all_native(executor: CompiledExecutor) -> bool:
     """Whether every loop the executor ran went to a native runner (and one did): a
     driver, or a scan's own program (one scan kernel, ``tidu-lower-control``)."""
-    from tidu_compile.executors.native_loops import _RUNNERS, _ScanKernelRunner
+    from tidu_compile.executors.native_loops import _RUNNERS, _LoopKernelRunner
 
     runners = list(_RUNNERS.get(executor, {}).values())
-    native = NativeScan | NativeWhile | _ScanKernelRunner
+    native = NativeScan | NativeWhile | _LoopKernelRunner
     return bool(runners) and all(isinstance(r, native) for r in runners)
 
 
@@ -190,10 +190,10 @@ def test_a_body_holding_a_loop_runs_natively_its_inner_loop_one_kernel() -> None
 
 @pytest.fixture
 def driver_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Scans take the driver, not their own program (``native_loops.SCAN_PROGRAMS``)."""
+    """Loops take the driver, not their own program (``native_loops.LOOP_PROGRAMS``)."""
     from tidu_compile.executors import native_loops
 
-    monkeypatch.setattr(native_loops, "SCAN_PROGRAMS", False)
+    monkeypatch.setattr(native_loops, "LOOP_PROGRAMS", False)
 
 
 def _drivers(run: Callable[[], Any]) -> list[str]:
@@ -251,6 +251,7 @@ def test_a_scan_is_one_loop_over_its_body_kernels(reverse: bool) -> None:
     ])  # fmt: skip
 
 
+@pytest.mark.usefixtures("driver_only")
 def test_a_while_loop_tests_then_steps_and_swapped_carries_go_through_scratch() -> None:
     (text,) = _drivers(lambda: tc.while_loop(lambda c: tc.sum(c[0]) < 50.0,
                                              lambda c: (c[1], c[0] * 2.0 + 1.0),

@@ -4,7 +4,7 @@ kernel, an ``scf.for`` over the body's inlined kernels (``passes.tidu_lower_cont
 The backward node of a scan holds the reverse scan of its body's VJP: its ``loops``
 stage shows the scan kernel, every stage verifies down to ``llvm``, and the compiled
 gradients (carries that swap, a carry that is an ``xs`` row, reverse scans) agree with
-the reference, the forward scan run as its own program (``native_loops.scan_program``:
+the reference, the forward scan run as its own program (``native_loops.loop_program``:
 one scan kernel too) and no driver built; a second process is
 served the backward's scan kernel from the disk cache. A body with a library step
 it has no loops for (a cumulative sum) keeps its ``tidu.scan``, marked with why, for the driver.
@@ -97,7 +97,7 @@ def test_a_body_with_a_cumulative_sum_stays_on_the_driver_and_says_why() -> None
 
 @pytest.mark.parametrize("reverse", [False, True])
 def test_compiled_gradients_through_scan_kernels_agree(reverse: bool) -> None:
-    from tidu_compile.executors.native_loops import _RUNNERS, _ScanKernelRunner
+    from tidu_compile.executors.native_loops import _RUNNERS, _LoopKernelRunner
 
     def run() -> list[np.ndarray]:
         xs = tc.tensor(XS, requires_grad=True)
@@ -111,7 +111,7 @@ def test_compiled_gradients_through_scan_kernels_agree(reverse: bool) -> None:
         want = run()
     assert compiled.stats.fallbacks == 0, compiled.stats.errors
     runners = list(_RUNNERS.get(compiled, {}).values())  # the forward scan: its own program
-    assert len(runners) == 1 and isinstance(runners[0], _ScanKernelRunner)
+    assert len(runners) == 1 and isinstance(runners[0], _LoopKernelRunner)
     assert compiled.stats.loop_drivers == 0  # the backward's scan: a kernel of its node
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
 

@@ -21,7 +21,7 @@ from tidu_compile import ops
 from tidu_compile.frontend import FUNCTIONS
 from tidu_compile.ops import OP_TABLE
 
-__all__ = ["TABLE_OPS", "table_step"]
+__all__ = ["SMOOTH_OPS", "TABLE_OPS", "table_step"]
 
 
 def _function_name(primitive: type[ops.TensorOp]) -> str:
@@ -42,6 +42,13 @@ TABLE_OPS: dict[str, type[ops.TensorOp]] = {
 #: Zero-derivative ops (and those without a derivative: ``floor_divide``): fuzzed as
 #: ``x + op(x)``.
 _FLAT = ("floor", "ceil", "round", "trunc", "sign")
+
+#: The table ops with a derivative (not ``_FLAT``, not marked not differentiable): where a
+#: program can meet a piecewise-constant op exactly at a step (``x // x`` in a loop's
+#: first iteration), a 1-ulp difference of the compiled math moves it to the next step.
+SMOOTH_OPS: tuple[str, ...] = tuple(sorted(
+    name for name, p in TABLE_OPS.items()
+    if name not in _FLAT and getattr(p, "differentiable", True)))  # fmt: skip
 
 
 def _into_domain(x: tc.Tensor, domain: str) -> tc.Tensor:

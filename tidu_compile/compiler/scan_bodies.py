@@ -32,9 +32,9 @@ class CompilerScanBodies:
     def __init__(self, to_loops: Callable[[Any], ModuleOp]) -> None:
         self.to_loops = to_loops
 
-    def lower(self, scan: Any) -> ModuleOp:
+    def lower(self, body: Any) -> ModuleOp:
         try:
-            program = graph_program(scan.body.recorded, scan.body.input_types)
+            program = graph_program(body.recorded, body.input_types)
         except UnsupportedNode as error:
             raise NotLowered(f"the body has no program: {error}") from None
         module = self.to_loops(program)

@@ -204,7 +204,7 @@ PIPELINE: tuple[Stage, ...] = (
           "keyed by", _kernel_code,
           does="kernel_code: extract_kernel_module, named by their text's digest"),
     Stage("llvm", "mlir", "the kernel functions in the llvm dialect", _llvm_dialect,
-          passes=("convert-scf-to-cf", "convert-memref-to-ptr{lower_func=true}",
+          passes=("tidu-convert-scf-to-cf", "convert-memref-to-ptr{lower_func=true}",
                   "convert-ptr-type-offsets", "convert-ptradd-to-gep",
                   "convert-ptr-to-llvm-fast", "convert-index-to-i64", "convert-arith-to-llvm",
                   "convert-math-to-llvm", "convert-cf-to-llvm", "convert-func-to-llvm",

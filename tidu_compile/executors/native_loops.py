@@ -1,10 +1,10 @@
 """Which loops a ``CompiledExecutor`` runs as one native call.
 
-A scan whose body is all kernels runs as the compiled program of the scan alone
-(``scan_program``), whose ``loops`` stage makes it ONE kernel (``tidu-lower-control``:
-an ``scf.for`` over the body's kernels, cached with any program's). Any other scan, and
-every while loop, runs with ``compiler.native_loop``'s hand-written driver (counted:
-``stats.loop_drivers``).
+A scan or a while loop whose bodies are all kernels runs as the compiled program of the
+loop alone (``loop_program``), whose ``loops`` stage makes it ONE kernel
+(``tidu-lower-control``: an ``scf.for`` or ``scf.while`` over the bodies' kernels, cached
+with any program's). Any other loop runs with ``compiler.native_loop``'s hand-written
+driver (counted: ``stats.loop_drivers``).
 
 Each body is compiled as a graph of its own (the program a per-iteration call runs too),
 through the executor's usual lookup (memory, disk, compile; with ``background``, a
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from tidu_compile.compiler.native_loop import NativeScan, NativeWhile, NotNative
@@ -33,8 +33,8 @@ __all__ = ["native_loop_runner"]
 #: Per executor: loop structure -> its runner, None, or the compiles it waits for.
 _RUNNERS: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
 
-#: False: every scan takes the driver (what its tests and a same-build comparison use).
-SCAN_PROGRAMS = True
+#: False: every loop takes the driver (what its tests and a same-build comparison use).
+LOOP_PROGRAMS = True
 
 Obtain = Callable[[Any], Any]
 """The executor's lookup of a program's (artifact, bound plan), or a ``Submitted``."""
@@ -43,7 +43,7 @@ Obtain = Callable[[Any], Any]
 def _loop_key(loop: Any) -> Hashable:
     if hasattr(loop, "cond_body"):  # a WhileLoop
         return ("while", loop.cond_body, loop.body, loop.cond_consts)
-    # the length too: a scan's own program (``scan_program``) is made for one
+    # the length too: a scan's own program (``loop_program``) is made for one
     return ("scan", loop.body, loop.consts, loop.carries, loop.reverse, loop.length)
 
 
@@ -51,18 +51,26 @@ def _bodies(loop: Any) -> tuple[Any, ...]:
     return (loop.cond_body, loop.body) if hasattr(loop, "cond_body") else (loop.body,)
 
 
-def scan_program(loop: Any) -> NodeProgram:
-    """The program of ``loop`` (an ``ops.Scan``) alone::
+def _input_types(loop: Any) -> list[TensorType]:
+    """The operand types of ``loop``: a scan's consts, carries and stacked ``xs``; a while
+    loop's test consts, body consts and carries."""
+    if hasattr(loop, "cond_body"):
+        return [*loop.cond_body.input_types[: loop.cond_consts], *loop.body.input_types]
+    split = loop.consts + loop.carries
+    rows = loop.body.input_types[split:]
+    return [*loop.body.input_types[:split],
+            *(TensorType((loop.length, *t.shape), t.dtype) for t in rows)]  # fmt: skip
+
+
+def loop_program(loop: Any) -> NodeProgram:
+    """The program of ``loop`` (an ``ops.Scan`` or ``ops.WhileLoop``) alone::
 
         program(saved0: consts..., carries..., saved2: length x row...) {
           v3, v4 = Scan(body=..., consts=1, carries=1, length=5, ...)(v0, v1, v2)
           return (v3, v4,)
         }
     """
-    split = loop.consts + loop.carries
-    rows = loop.body.input_types[split:]
-    types = [*loop.body.input_types[:split],
-             *(TensorType((loop.length, *t.shape), t.dtype) for t in rows)]  # fmt: skip
+    types = _input_types(loop)
     inputs = tuple(range(len(types)))
     outputs = tuple(range(len(types), len(types) + len(loop.infer_types(*types))))
     types += loop.infer_types(*types)
@@ -71,28 +79,29 @@ def scan_program(loop: Any) -> NodeProgram:
 
 
 def _one_kernel(bound: BoundPlan, loop: Any) -> bool:
-    """Whether the plan of ``scan_program(loop)`` runs the scan as a kernel (no library
+    """Whether the plan of ``loop_program(loop)`` runs the loop as a kernel (no library
     step of it left: ``tidu-lower-control`` took it)."""
     return not any(isinstance(s, LibraryStep) and isinstance(s.op, type(loop))
                    for s in bound.plan.steps)  # fmt: skip
 
 
-class _ScanKernelRunner:
-    """Runs a scan as the bound plan of its ``scan_program`` (one scan kernel)."""
+class _LoopKernelRunner:
+    """Runs a loop as the bound plan of its ``loop_program`` (one loop kernel)."""
 
     def __init__(self, bound: BoundPlan) -> None:
         self.bound = bound
 
-    def __call__(self, consts: Sequence[Any], carries: Sequence[Any], xs: Sequence[Any],
-                 length: int) -> list[Any]:  # fmt: skip
-        return self.bound.run([*consts, *carries, *xs], check=False)
+    def __call__(self, *parts: Any) -> list[Any]:
+        """A scan's ``(consts, carries, xs, length)`` or a while loop's ``(arrays,)``."""
+        arrays = [*parts[0]] if len(parts) == 1 else [*parts[0], *parts[1], *parts[2]]
+        return self.bound.run(arrays, check=False)
 
 
 def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
     """The native runner of ``loop`` (an ``ops.Scan`` or ``ops.WhileLoop``), or None."""
     runners = _RUNNERS.setdefault(executor, {})
     key = _loop_key(loop)
-    runner: NativeScan | NativeWhile | _ScanKernelRunner | None = None
+    runner: NativeScan | NativeWhile | _LoopKernelRunner | None = None
     found = runners.get(key, runners)
     if found is not runners and not isinstance(found, list):
         return found
@@ -104,10 +113,10 @@ def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
         try:
             whole: list[Any] = []
             # not a zero-length scan: compiler.empty folds a program of nothing
-            if SCAN_PROGRAMS and not hasattr(loop, "cond_body") and loop.length > 0:
-                whole = [obtain(scan_program(loop))]
+            if LOOP_PROGRAMS and (hasattr(loop, "cond_body") or loop.length > 0):
+                whole = [obtain(loop_program(loop))]
                 if isinstance(whole[0], tuple) and _one_kernel(whole[0][1], loop):
-                    runners[key] = runner = _ScanKernelRunner(whole[0][1])
+                    runners[key] = runner = _LoopKernelRunner(whole[0][1])
                     return runner  # the body's own program is not needed
             found = [obtain(graph_program(b.recorded, b.input_types)) for b in _bodies(loop)]
             found += whole
@@ -118,10 +127,10 @@ def native_loop_runner(executor: Any, loop: Any, obtain: Obtain) -> Any:
         return None
     if all(isinstance(f, tuple) for f in found):  # else REFERENCE_ONLY: not compiled
         plans = [f[1] for f in found]
-        if len(plans) == 2 and not hasattr(loop, "cond_body"):  # the body, the scan alone
+        if len(plans) == len(_bodies(loop)) + 1:  # the bodies, the loop alone
             alone = plans.pop()
             if _one_kernel(alone, loop):
-                runners[key] = runner = _ScanKernelRunner(alone)
+                runners[key] = runner = _LoopKernelRunner(alone)
                 return runner
         try:
             if len(plans) == 2:
