@@ -1,6 +1,7 @@
 """Complex matrices in the solves, determinants, Cholesky, eigh and SVD
 (``numpy.linalg.solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, ``matrix_power``,
-``eigh``, ``eigvalsh``, ``svd``, ``svdvals`` (gauge-invariant losses of the vectors);
+``eigh``, ``eigvalsh``, ``svd``, ``svdvals`` (gauge-invariant losses of the vectors),
+``pinv``, ``lstsq``;
 ``scipy.linalg.solve_triangular``, ``cho_solve``): the
 gradient of a real loss is ``dL/dRe + i dL/dIm`` (tidu's convention, PyTorch's),
 checked against central differences in both parts, on the reference executor and
@@ -50,7 +51,15 @@ FUNCTIONS: dict[str, Callable[[Any], Any]] = {
     "pinv": tnp.linalg.pinv,
     "pinv_tall": lambda a: tnp.linalg.pinv(a[:, :2]),
     "svd_wide_abs2_vh": lambda a: tnp.abs(tnp.linalg.svd(a[:2], full_matrices=False)[2]) ** 2,
+    "lstsq": lambda a: tnp.linalg.lstsq(a, RHS)[0],
+    "lstsq_tall_residuals": lambda a: _solution_and_residuals(tnp.linalg.lstsq(a[:, :2], RHS)),
+    "lstsq_wide_vector": lambda a: tnp.linalg.lstsq(a[:2], RHS[:2, 0])[0][:, None],
 }
+
+
+def _solution_and_residuals(result: Any) -> Any:
+    """``x + residuals`` (broadcast over ``x``'s rows): both in one result."""
+    return result[0] + result[1][None, :]
 
 
 def _projector(v: Any) -> Any:
@@ -142,6 +151,23 @@ def test_complex_eigh_and_svd_match_numpy_up_to_phases_batched() -> None:
     np.testing.assert_allclose(tnp.linalg.svdvals(tall).numpy(), s.numpy(), rtol=1e-14)
     full = tnp.linalg.svd(tall)  # non-square, full_matrices: numpy's, no gradient
     np.testing.assert_allclose(full.S.numpy(), s.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("executor", ["reference", "compiled"])
+def test_complex_lstsq_matches_numpy(executor: str) -> None:
+    tall = np.concatenate([HPD, 1j * WEIGHTS[:1]], axis=0)  # 4 x 3
+    cases = [(tall, np.concatenate([RHS, WEIGHTS[1:2, :2]])), (tall, tall[:, 0].real),
+             (tall.T, RHS), (tall.real, RHS[0].repeat(2)[:4])]  # fmt: skip
+    compiled = CompiledExecutor(cache_dir=False, background=False)
+    with tc.use_executor(compiled if executor == "compiled" else tc.ReferenceExecutor()):
+        for a, b in cases:
+            results = tnp.linalg.lstsq(a, b)
+            for got, expected in zip(results, np.linalg.lstsq(a, b), strict=True):
+                got = got.numpy()
+                assert got.shape == np.shape(expected)
+                assert got.dtype.kind == np.asarray(expected).dtype.kind
+                np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    assert compiled.stats.fallbacks == 0
 
 
 def test_complex_pinv_matches_numpy() -> None:
