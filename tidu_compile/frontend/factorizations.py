@@ -19,8 +19,9 @@ All batch over leading axes, as numpy; integers become float64. Complex matrices
 ``solve``, ``inv``, ``slogdet`` and ``det`` (``complex_slogdet``: a complex sign, a real
 log-determinant), ``cholesky`` (``a = L L^H``), ``matrix_power``, ``eigh``/``eigvalsh``
 (Hermitian: real eigenvalues, ``complex_eigh``), ``svd``/``svdvals`` (real singular
-values, ``a = U diag(S) V^H``, ``complex_svd``), ``pinv`` and ``lstsq`` take them (and
-scipy's triangular and Cholesky solves); the others raise ``TypeError`` (not yet).
+values, ``a = U diag(S) V^H``, ``complex_svd``), ``pinv``, ``lstsq`` and ``qr``
+(numpy's factors: ``R``'s diagonal real) take them (and scipy's triangular and
+Cholesky solves); the others raise ``TypeError`` (not yet).
 Complex vectors are defined up to a phase per column: the gradients are those of the
 ops' fixed gauge (``ops.complex_decompositions``), so only gauge-invariant functions
 of them (``|v|²``, ``U diag(S) V^H``) match numpy-based finite differences.
@@ -76,7 +77,7 @@ class QRResult(NamedTuple):
 
 #: The functions that take complex matrices (their primitives' rules are the adjoint's).
 COMPLEX_FUNCTIONS = ("solve", "inv", "slogdet", "det", "cholesky", "matrix_power", "eigh",
-                     "eigvalsh", "svd", "svdvals", "pinv", "lstsq", "solve_triangular",
+                     "eigvalsh", "svd", "svdvals", "qr", "pinv", "lstsq", "solve_triangular",
                      "cho_factor", "cho_solve")  # fmt: skip
 
 
@@ -221,7 +222,9 @@ def svdvals(x: Any) -> Tensor:
 
 def qr(a: Any, mode: str = "reduced") -> Any:
     """``QRResult(Q, R)`` with ``a = Q R`` (reduced: ``Q`` ``[..., m, k]``, ``k =
-    min(m, n)``), or ``R`` for ``mode='r'``. Differentiable for ``m >= n`` (as JAX)."""
+    min(m, n)``), or ``R`` for ``mode='r'``; numpy's (LAPACK's) factors, also of complex
+    ``a`` (``Q^H Q = I``, ``R``'s diagonal real). Differentiable for ``m >= n`` (as
+    JAX)."""
     if mode not in ("reduced", "r", "complete"):
         raise ValueError(f"qr: mode {mode!r} is not supported (use 'reduced', 'r' or "
                          "'complete')")  # fmt: skip
