@@ -78,7 +78,7 @@ class QRResult(NamedTuple):
 #: The functions that take complex matrices (their primitives' rules are the adjoint's).
 COMPLEX_FUNCTIONS = ("solve", "inv", "slogdet", "det", "cholesky", "matrix_power", "eigh",
                      "eigvalsh", "svd", "svdvals", "qr", "pinv", "lstsq", "solve_triangular",
-                     "cho_factor", "cho_solve")  # fmt: skip
+                     "cho_factor", "cho_solve", "expm")  # fmt: skip
 
 
 def matrices(a: Any, name: str, square: bool = True) -> Tensor:
