@@ -230,7 +230,7 @@ class Qr(LinalgOp):
     """The reduced QR ``A = Q R``: ``Q [..., m, k]`` orthonormal (unitary) columns, ``R
     [..., k, n]`` upper triangular, ``k = min(m, n)`` (Householder, LAPACK's
     ``geqrf``/``orgqr``, ``ungqr`` for complex ``A``: numpy's factors, ``R``'s diagonal
-    real)."""
+    real; a native kernel when compiled, complex too: ``passes/lapack_decompositions``)."""
 
     shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
