@@ -1,5 +1,5 @@
 """The LAPACK kernels of the decompositions: ``eigh`` (``syevd``), ``qr`` (``geqrf`` +
-``orgqr``) and ``svd`` (``gesdd``).
+``orgqr``; complex: ``geqrf`` + ``ungqr``) and ``svd`` (``gesdd``).
 
 Each ``*_kernel(op)`` gives the workspace sizes and the body of the op's kernel
 (``tidu-lower-linalg`` makes the function and the call). The input is copied to
@@ -69,8 +69,9 @@ def _positive_column(e: Emitter, s: SSAValue, vectors: SSAValue, base: SSAValue,
 
 def qr_kernel(op: Qr) -> LapackKernel:
     """``S = A`` column-major (``%fws``), ``geqrf``, ``R`` = the upper triangle of its
-    first ``k`` rows, ``orgqr`` (``k`` reflectors), ``Q`` = its first ``k`` columns, both
-    back to row-major: numpy's ``qr`` (no status: only bad arguments fail)."""
+    first ``k`` rows, ``orgqr`` (``ungqr`` for complex ``A``; ``k`` reflectors), ``Q`` =
+    its first ``k`` columns, both back to row-major: numpy's ``qr`` (no status: only
+    bad arguments fail)."""
     m, n = op.shape[-2:]
     k = min(m, n)
     work = 64 * max(m, n, 1)
@@ -78,7 +79,7 @@ def qr_kernel(op: Qr) -> LapackKernel:
 
     def body(e: Emitter, b: Buffers, module: ModuleOp) -> None:
         geqrf = routine(module, e, "geqrf", 8)
-        orgqr = routine(module, e, "orgqr", 9)
+        orgqr = routine(module, e, "ungqr" if e.parts == 2 else "orgqr", 9)
         w, s = b.words, b.scratch
         e.store_words(w, {0: 0, 1: m, 2: n, 3: k, 4: max(1, m), 5: work})
         a, q, r = b.inputs[0], b.outputs[0], b.outputs[1]
@@ -93,9 +94,8 @@ def qr_kernel(op: Qr) -> LapackKernel:
             def row(e: Emitter, p: SSAValue) -> None:
                 def column(e: Emitter, c: SSAValue) -> None:
                     above = e.add(arith.CmpiOp(p, c, "ule"))
-                    entry = e.load(s, e.plus(p, e.mul(c, e.index(m))))
-                    value = e.add(arith.SelectOp(above, entry, e.real(0.0)))
-                    e.store(value, r, e.plus(base_r, e.plus(e.mul(p, e.index(n)), c)))
+                    e.move(s, e.plus(p, e.mul(c, e.index(m))), r,
+                           e.plus(base_r, e.plus(e.mul(p, e.index(n)), c)), above)  # fmt: skip
 
                 e.loop(0, n, column)
 

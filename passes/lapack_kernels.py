@@ -14,7 +14,10 @@ matrix of the batch, each on the matrix's address::
 
 The routines are scipy's ``cython_lapack``/``cython_blas`` (Fortran argument order,
 everything by pointer, C ``int``: LP64). Row-major matrices are column-major
-transposes: a row-major ``A`` is LAPACK's ``Aᵀ``.
+transposes: a row-major ``A`` is LAPACK's ``Aᵀ``. A complex element is a pair of
+reals in memory (``re, im``; the buffers of complex tensors are pairs, as the other
+kernels'): ``%fws`` holds the parts, element indices count pairs, and ``move`` copies
+every part.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from math import prod
 from xdsl.dialects import arith, func, ptr, scf
 from xdsl.dialects.builtin import (
     AnyFloat,
+    ComplexType,
     Float32Type,
     FloatAttr,
     IndexType,
@@ -50,8 +54,12 @@ INDEX = IndexType()
 
 
 def routine_symbol(routine: str, element: Attribute) -> str:
-    """The external symbol of ``routine`` (``potrf``) for ``element`` (``dpotrf``)."""
-    return f"{LAPACK_SYMBOL_PREFIX}{'s' if isinstance(element, Float32Type) else 'd'}{routine}"
+    """The external symbol of ``routine`` (``potrf``) for ``element`` (``dpotrf``; the
+    prefix ``s``, ``d``, ``c`` or ``z`` for f32, f64, complex<f32>, complex<f64>)."""
+    is_complex = isinstance(element, ComplexType)
+    single = isinstance(element.element_type if is_complex else element, Float32Type)  # type: ignore[attr-defined]
+    prefix = ("c" if single else "z") if is_complex else ("s" if single else "d")
+    return f"{LAPACK_SYMBOL_PREFIX}{prefix}{routine}"
 
 
 def declare_routine(module: ModuleOp, symbol: str, arity: int) -> None:
@@ -65,14 +73,20 @@ def declare_routine(module: ModuleOp, symbol: str, arity: int) -> None:
 
 class Emitter:
     """Appends ops to ``block``: constants, index arithmetic, element loads and stores
-    through pointers, ``scf.for`` loops."""
+    through pointers, ``scf.for`` loops. ``value_type`` is the matrices' element type,
+    ``element`` its (real) part type: ``load``, ``store`` and ``real`` are of real
+    elements (or of a complex element's real part), ``move`` of whole elements."""
 
-    def __init__(self, block: Block, element: AnyFloat,
+    def __init__(self, block: Block, value_type: AnyFloat | ComplexType,
                  constants: dict[tuple[int | float, Attribute], SSAValue] | None = None,
                  entry: Block | None = None) -> None:  # fmt: skip
         self.block = block
-        self.element = element
-        self.item_bytes = 4 if isinstance(element, Float32Type) else 8
+        self.value_type = value_type
+        is_complex = isinstance(value_type, ComplexType)
+        self.element: AnyFloat = value_type.element_type if is_complex else value_type  # type: ignore[union-attr,assignment]
+        self.parts = 2 if is_complex else 1
+        self.part_bytes = 4 if isinstance(self.element, Float32Type) else 8
+        self.item_bytes = self.parts * self.part_bytes
         #: Constants made once, at the top of the function's entry block (shared by
         #: the emitters of nested loops: the entry dominates them).
         self.constants = {} if constants is None else constants
@@ -142,6 +156,20 @@ class Emitter:
     def store(self, value: SSAValue, base: SSAValue, element_index: SSAValue) -> None:
         self.emit(ptr.StoreOp(self.element_at(base, element_index), value))
 
+    def move(self, source: SSAValue, source_index: SSAValue, target: SSAValue,
+             target_index: SSAValue, keep: SSAValue | None = None) -> None:  # fmt: skip
+        """``target[target_index] = source[source_index]``, every part (``keep``: an
+        i1, where false the element stored is 0)."""
+        read, write = self.element_at(source, source_index), self.element_at(target, target_index)
+        for part in range(self.parts):
+            if part:  # the imaginary part, after the real one
+                step = self.index(part * self.part_bytes)
+                read, write = (self.add(ptr.PtrAddOp(a, step)) for a in (read, write))
+            value = self.add(ptr.LoadOp(read, self.element))
+            if keep is not None:
+                value = self.add(arith.SelectOp(keep, value, self.real(0.0)))
+            self.emit(ptr.StoreOp(write, value))
+
     def load_word(self, words: SSAValue, slot: int) -> SSAValue:
         return self.add(ptr.LoadOp(self.word(words, slot), I32))
 
@@ -174,7 +202,7 @@ class Emitter:
         lower = self.index(lo) if isinstance(lo, int) else lo
         upper = self.index(hi) if isinstance(hi, int) else hi
         inner = Block(arg_types=[INDEX])
-        nested = Emitter(inner, self.element, self.constants, self.entry)
+        nested = Emitter(inner, self.value_type, self.constants, self.entry)
         body(nested, inner.args[0])
         inner.add_op(scf.YieldOp())
         self.emit(scf.ForOp(lower, upper, self.index(1), [], inner))
@@ -196,7 +224,7 @@ class Emitter:
         """``target[target_base + e] = source[source_base + e]`` for ``e < count``."""
 
         def body(e: Emitter, i: SSAValue) -> None:
-            e.store(e.load(source, e.plus(source_base, i)), target, e.plus(target_base, i))
+            e.move(source, e.plus(source_base, i), target, e.plus(target_base, i))
 
         self.loop(0, count, body)
 
@@ -211,9 +239,9 @@ class Emitter:
                 row_major = e.plus(base, e.plus(e.mul(i, e.index(k)), j))
                 column_major = e.plus(i, e.mul(j, e.index(n)))
                 if to_columns:
-                    e.store(e.load(rows, row_major), columns, column_major)
+                    e.move(rows, row_major, columns, column_major)
                 else:
-                    e.store(e.load(columns, column_major), rows, row_major)
+                    e.move(columns, column_major, rows, row_major)
 
             e.loop(0, k, element)
 
@@ -246,6 +274,6 @@ def matrices(shape: tuple[int, ...]) -> int:
 
 def routine(module: ModuleOp, e: Emitter, routine: str, arity: int) -> str:
     """The symbol of ``routine`` for ``e``'s element type, declared in ``module``."""
-    symbol = routine_symbol(routine, e.element)
+    symbol = routine_symbol(routine, e.value_type)
     declare_routine(module, symbol, arity)
     return symbol

@@ -2,12 +2,14 @@
 
 Preconditions: the ops are in the node function (``tidu-lower-to-loops`` ran or not).
 The real ``tidu.cholesky``, ``tidu.triangular_solve``, ``tidu.solve``, ``tidu.slogdet``,
-``tidu.eigh``, ``tidu.qr`` and ``tidu.svd`` of f32/f64 are lowered (``LAPACK_OPS``); any
+``tidu.eigh``, ``tidu.qr`` and ``tidu.svd`` of f32/f64 are lowered (``LAPACK_OPS``), and
+``tidu.qr`` of complex<f32>/complex<f64> (``COMPLEX_LAPACK_OPS``: ``cgeqrf``/``zgeqrf``
+and ``cungqr``/``zungqr``; its buffers are pairs of reals, as in the other kernels); any
 other op stays as it is, a library step.
 
 Each distinct op (primitive and dtype) becomes a kernel function ``@f_lapack<i>``
 (``tidu.kernel``, like ``tidu-lower-to-loops``' kernels: operand buffers, then result
-buffers, then the workspaces ``%iws`` (i32) and ``%fws`` (the element type); row-major,
+buffers, then the workspaces ``%iws`` (i32) and ``%fws`` (the element's part type); row-major,
 no results) whose body calls scipy's routine once per matrix of the batch
 (``lapack_solves``, ``lapack_decompositions``), and the op is replaced in the same form
 as a kernel::
@@ -48,6 +50,7 @@ from xdsl.context import Context
 from xdsl.dialects import bufferization, func, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
+    ComplexType,
     Float32Type,
     Float64Type,
     IntegerAttr,
@@ -66,9 +69,15 @@ from tidu_compile.ops.linalg import Cholesky, Slogdet, Solve, TriangularSolve
 from .lapack_decompositions import eigh_kernel, qr_kernel, svd_kernel
 from .lapack_kernels import I32, Buffers, Emitter, LapackKernel
 from .lapack_solves import cholesky_kernel, slogdet_kernel, solve_kernel, triangular_solve_kernel
-from .tidu_lower_to_loops import KERNEL_ATTR, memref_type, replace_with_call
+from .tidu_lower_to_loops import (
+    KERNEL_ATTR,
+    kernel_argument,
+    kernel_memref_type,
+    memref_type,
+    replace_with_call,
+)
 
-__all__ = ["LAPACK_OPS", "TiduLowerLinalgPass", "lapack_symbol"]
+__all__ = ["COMPLEX_LAPACK_OPS", "LAPACK_OPS", "TiduLowerLinalgPass", "lapack_symbol"]
 
 
 def lapack_symbol(function_name: str, index: int) -> str:
@@ -76,7 +85,8 @@ def lapack_symbol(function_name: str, index: int) -> str:
     return f"{function_name}_lapack{index}"
 
 
-#: Primitive class -> its kernel (f32 and f64; the routines' s/d prefix by dtype).
+#: Primitive class -> its kernel (f32 and f64; the routines' s/d prefix by dtype; c/z
+#: for the complex ones of ``COMPLEX_LAPACK_OPS``).
 LAPACK_OPS: dict[type, Callable[..., LapackKernel]] = {
     Cholesky: cholesky_kernel,
     TriangularSolve: triangular_solve_kernel,
@@ -87,24 +97,42 @@ LAPACK_OPS: dict[type, Callable[..., LapackKernel]] = {
     Svd: svd_kernel,
 }
 
+#: The primitives of ``LAPACK_OPS`` whose kernels take complex matrices too (the c/z
+#: routines).
+COMPLEX_LAPACK_OPS: tuple[type, ...] = (Qr,)
+
 
 # ------------------------------------------------------------------ the rewrite
 
 
-def _element(op: Operation) -> AnyFloat | None:
-    """The op's element type when it is f32 or f64 (the routines' types), else None."""
+Element = AnyFloat | ComplexType
+
+
+def _element(op: Operation, primitive: object) -> Element | None:
+    """The op's element type when it is f32 or f64 (the routines' types), or complex of
+    those for ``COMPLEX_LAPACK_OPS``, else None."""
     t = op.operands[0].type
-    if isinstance(t, TensorType) and isinstance(t.element_type, Float32Type | Float64Type):
-        return t.element_type
-    return None
+    if not isinstance(t, TensorType):
+        return None
+    element = t.element_type
+    if isinstance(element, ComplexType) and isinstance(primitive, COMPLEX_LAPACK_OPS):
+        return element if isinstance(element.element_type, Float32Type | Float64Type) else None
+    return element if isinstance(element, Float32Type | Float64Type) else None
+
+
+def _scratch_type(kernel: LapackKernel, element: Element) -> MemRefType:
+    """``%fws``: ``kernel.scratch`` elements, as parts (pairs for complex ones)."""
+    if isinstance(element, ComplexType):
+        return MemRefType(element.element_type, [2 * kernel.scratch])
+    return MemRefType(element, [kernel.scratch])
 
 
 def build_lapack_function(
-    op: Operation, kernel: LapackKernel, symbol: str, element: AnyFloat, module: ModuleOp
+    op: Operation, kernel: LapackKernel, symbol: str, element: Element, module: ModuleOp
 ) -> func.FuncOp:
     """The kernel function of ``op`` (see the module docstring)."""
-    types = [memref_type(v.type) for v in (*op.operands, *op.results)]
-    types += [MemRefType(I32, [kernel.words]), MemRefType(element, [kernel.scratch])]
+    types = [kernel_memref_type(v.type) for v in (*op.operands, *op.results)]
+    types += [MemRefType(I32, [kernel.words]), _scratch_type(kernel, element)]
     block = Block(arg_types=types)
     count, results = len(op.operands), len(op.results)
     names = [*(f"in{i}" for i in range(count)), *(f"out{i}" for i in range(results)),
@@ -124,7 +152,7 @@ def build_lapack_function(
     return function
 
 
-def replace_op(op: Operation, kernel: LapackKernel, symbol: str, element: AnyFloat,
+def replace_op(op: Operation, kernel: LapackKernel, symbol: str, element: Element,
                status_error: str) -> None:  # fmt: skip
     """Replace ``op`` in place by to_buffer / alloc / call / to_tensor."""
     block = op.parent_block()
@@ -139,12 +167,13 @@ def replace_op(op: Operation, kernel: LapackKernel, symbol: str, element: AnyFlo
                 properties={"read_only": UnitAttr()},
             )  # fmt: skip
             new_ops.append(to_buffer)
-            buffers[value] = to_buffer.results[0]
+            buffers[value] = kernel_argument(to_buffer.results[0], new_ops)
     allocs = [memref.AllocOp([], [], memref_type(v.type)) for v in op.results]
     workspaces = [memref.AllocOp([], [], MemRefType(I32, [kernel.words])),
-                  memref.AllocOp([], [], MemRefType(element, [kernel.scratch]))]  # fmt: skip
+                  memref.AllocOp([], [], _scratch_type(kernel, element))]  # fmt: skip
     new_ops += [*allocs, *workspaces]
-    arguments = [buffers[v] for v in op.operands] + [a.memref for a in (*allocs, *workspaces)]
+    outputs = [kernel_argument(a.memref, new_ops) for a in allocs]
+    arguments = [buffers[v] for v in op.operands] + outputs + [w.memref for w in workspaces]
     call = func.CallOp(symbol, arguments, [])
     if status_error:
         call.attributes["tidu.status_output"] = IntegerAttr(len(allocs), 64)
@@ -155,7 +184,8 @@ def replace_op(op: Operation, kernel: LapackKernel, symbol: str, element: AnyFlo
 
 @dataclass(frozen=True)
 class TiduLowerLinalgPass(ModulePass):
-    """Lower the real factorisations and solves to kernels that call LAPACK."""
+    """Lower the real factorisations and solves (and complex QR) to kernels that call
+    LAPACK."""
 
     name = "tidu-lower-linalg"
 
@@ -164,7 +194,7 @@ class TiduLowerLinalgPass(ModulePass):
             after: Operation = function
             lowered = [(o, element) for o in function.body.block.ops
                        if isinstance(o, LinalgOperation) and type(o.to_primitive()) in LAPACK_OPS
-                       and (element := _element(o)) is not None]  # fmt: skip
+                       and (element := _element(o, o.to_primitive())) is not None]  # fmt: skip
             made: dict[tuple[object, object], tuple[str, LapackKernel]] = {}
             for linalg_op, element in lowered:
                 primitive = linalg_op.to_primitive()

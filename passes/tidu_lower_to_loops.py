@@ -156,6 +156,18 @@ def kernel_memref_type(tensor: Attribute) -> MemRefType:
     return buffer
 
 
+def kernel_argument(buffer: SSAValue, new_ops: list[Operation]) -> SSAValue:
+    """``buffer`` as a kernel function's argument (``kernel_memref_type``): a complex
+    buffer as pairs of reals through a cast (an alias) appended to ``new_ops``."""
+    assert isinstance(buffer.type, MemRefType)
+    pairs = kernel_memref_type(TensorType(buffer.type.element_type, buffer.type.shape))
+    if pairs == buffer.type:
+        return buffer
+    cast = UnrealizedConversionCastOp.get([buffer], [pairs])
+    new_ops.append(cast)
+    return cast.results[0]
+
+
 def lower_body_op(op: Operation, args: Sequence[Scalar], emit: Emit) -> list[Scalar]:
     """Lower one op of a kernel body on (re, im) pairs or 1-tuples (see ``Scalar``): by
     its row of ``scalar_lowering`` (real, integer and i1 scalars) or of
@@ -404,16 +416,6 @@ def replace_kernel(
     buffers: dict[SSAValue, SSAValue] = {}
     new_ops: list[Operation] = []
 
-    def as_argument(buffer: SSAValue) -> SSAValue:
-        """A complex buffer is passed as pairs of reals through a cast (an alias)."""
-        assert isinstance(buffer.type, MemRefType)
-        pairs = kernel_memref_type(TensorType(buffer.type.element_type, buffer.type.shape))
-        if pairs == buffer.type:
-            return buffer
-        cast = UnrealizedConversionCastOp.get([buffer], [pairs])
-        new_ops.append(cast)
-        return cast.results[0]
-
     for value in kernel.inputs:
         if value not in buffers:
             to_buffer = bufferization.ToBufferOp.create(
@@ -422,7 +424,7 @@ def replace_kernel(
                 properties={"read_only": UnitAttr()},
             )
             new_ops.append(to_buffer)
-            buffers[value] = as_argument(to_buffer.results[0])
+            buffers[value] = kernel_argument(to_buffer.results[0], new_ops)
     params = kernel_params(kernel, runtime_scales)
     constants: list[SSAValue] = []
     table = params_global(f"{symbol}_params", params) if params else None
@@ -434,7 +436,7 @@ def replace_kernel(
     outputs = []
     for alloc in allocs:
         new_ops.append(alloc)
-        outputs.append(as_argument(alloc.memref))
+        outputs.append(kernel_argument(alloc.memref, new_ops))
     arguments = [buffers[v] for v in kernel.inputs] + constants + outputs
     call_attributes: dict[str, Attribute] = {}
     if is_chunked(kernel, chunked):
@@ -562,6 +564,8 @@ __all__ = [
     "TiduLowerToLoopsPass",
     "build_kernel_function",
     "extract_kernel_module",
+    "kernel_argument",
+    "kernel_memref_type",
     "kernel_symbol",
     "lower_function",
     "memref_type",

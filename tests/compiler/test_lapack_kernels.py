@@ -1,10 +1,10 @@
 """LAPACK from native code (``passes/tidu_lower_linalg.py``, ``backend/lapack_symbols.py``).
 
 Under the ``CompiledExecutor`` the real ``cholesky``, ``triangular_solve``, ``solve``,
-``slogdet``, ``eigh``, ``qr`` and ``svd`` are kernels calling scipy's routines, not
-library steps: a GP likelihood under ``@tc.function`` runs as native kernels only
-(contractions and layout changes aside), every op and flag agrees with the reference
-executor in value and gradient, and a matrix that is not positive definite or is
+``slogdet``, ``eigh``, ``qr`` and ``svd`` (and the complex ``qr``) are kernels calling
+scipy's routines, not library steps: a GP likelihood under ``@tc.function`` runs as
+native kernels only (contractions and layout changes aside), every op and flag agrees
+with the reference executor in value and gradient, and a matrix that is not positive definite or is
 singular raises the library path's ``LinAlgError``. The object code names the routines
 (``tidu_lapack_lp64_*``), never their addresses, so a disk cache is shared by processes.
 """
@@ -165,6 +165,33 @@ def test_every_flag_agrees_with_the_reference(program: Any, dtype: str, rtol: fl
     assert library == []
 
 
+def _complex_qr(tall: Any, batch: Any) -> Any:
+    """The complex qr (``zgeqrf``/``zungqr``, ``c*`` in single precision): tall, square
+    and batched, read in both parts, and its derivative."""
+    terms = [*tnp.linalg.qr(tall), *tnp.linalg.qr(tall[:3]), *tnp.linalg.qr(batch)]
+    return sum(tnp.sum(tnp.abs(t + 1) ** 2 + tnp.imag(t)) for t in terms)
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), [("complex128", 1e-10), ("complex64", 1e-4)])
+def test_complex_qr_is_native_and_agrees_with_the_reference(dtype: str, rtol: float) -> None:
+    rng = np.random.default_rng(2)
+    args = [rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+            for shape in ((4, 3), (2, 3, 3))]  # fmt: skip
+    args = [a.astype(dtype) for a in args]
+    compiled = CompiledExecutor(False, background=False)
+    function = tc.function(_complex_qr)
+    for _ in range(2):
+        value, grads = _run(compiled, function, args, (0, 1))
+    expected, expected_grads = _run(tc.ReferenceExecutor(), _complex_qr, args, (0, 1))
+    np.testing.assert_allclose(value, expected, rtol=rtol)
+    for got, want in zip(grads, expected_grads, strict=True):
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
+    assert compiled.stats.fallbacks == 0 and not compiled.stats.errors
+    steps = [s for plan in _plans(compiled) for s in plan.steps]
+    assert not [s for s in steps if isinstance(s, LibraryStep) and isinstance(s.op, ops.Qr)]
+
+
 FAILURES = [
     ("cholesky", lambda a: tnp.linalg.cholesky(a), np.diag([1.0, -1.0, 2.0]),
      "cholesky: the matrix is not positive definite (LAPACK potrf info 2)"),
@@ -224,6 +251,23 @@ def test_object_code_names_the_routine_and_never_its_address() -> None:
     address = lapack_symbols.routine_address("dpotrf")
     assert struct.pack("<Q", address) not in compiled.object_code
     assert lapack_kernels.LAPACK_SYMBOL_PREFIX == lapack_symbols.LAPACK_SYMBOL_PREFIX
+
+
+@pytest.mark.parametrize(("element", "prefix"), [("complex<f64>", "z"), ("complex<f32>", "c")])
+def test_complex_qr_calls_the_complex_routines(element: str, prefix: str) -> None:
+    text = f"""
+    func.func @f(%a: tensor<4x3x{element}>) -> tensor<3x3x{element}> {{
+      %q, %r = tidu.qr %a : tensor<4x3x{element}> -> (tensor<4x3x{element}>,
+                                                      tensor<3x3x{element}>)
+      func.return %r : tensor<3x3x{element}>
+    }}
+    """
+    module = Parser(tidu_context(), text).parse_module()
+    options = RunOptions(verify_each=False)
+    loops = walk(module, "fused", "loops", options)
+    llvm = str(walk(walk(loops, "loops", "kernels", options), "kernels", "llvm", options))
+    for routine in ("geqrf", "ungqr"):
+        assert f"llvm.call @tidu_lapack_lp64_{prefix}{routine}(" in llvm
 
 
 def test_an_unknown_routine_is_a_lookup_error() -> None:

@@ -1,10 +1,10 @@
-"""Complex matrices in the solves, determinants, Cholesky, eigh and SVD
-(``numpy.linalg.solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, ``matrix_power``,
-``eigh``, ``eigvalsh``, ``svd``, ``svdvals`` (gauge-invariant losses of the vectors);
-``scipy.linalg.solve_triangular``, ``cho_solve``): the
-gradient of a real loss is ``dL/dRe + i dL/dIm`` (tidu's convention, PyTorch's),
-checked against central differences in both parts, on the reference executor and
-compiled (per op and under ``@tc.function``, no fallback)."""
+"""Complex matrices in the solves, determinants, Cholesky, the factorisations and the
+matrix exponential (``numpy.linalg.solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``,
+``matrix_power``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals`` (gauge-invariant losses
+of the vectors), ``pinv``, ``lstsq``, ``qr``; ``scipy.linalg.solve_triangular``,
+``cho_solve``, ``expm``): the gradient of a real loss is ``dL/dRe + i dL/dIm`` (tidu's
+convention, PyTorch's), checked against central differences in both parts, on the
+reference executor and compiled (per op and under ``@tc.function``, no fallback)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,25 @@ FUNCTIONS: dict[str, Callable[[Any], Any]] = {
     "pinv": tnp.linalg.pinv,
     "pinv_tall": lambda a: tnp.linalg.pinv(a[:, :2]),
     "svd_wide_abs2_vh": lambda a: tnp.abs(tnp.linalg.svd(a[:2], full_matrices=False)[2]) ** 2,
+    "qr": lambda a: _product_free(tnp.linalg.qr(a)),
+    "qr_tall_q": lambda a: tnp.linalg.qr(a[:, :2])[0],
+    "qr_tall_r": lambda a: tnp.linalg.qr(a[:, :2], mode="r"),
+    "expm": lambda a: tsl.expm(a / 3),
+    "expm_batched": lambda a: tsl.expm(tnp.stack([a, 1j * a]) / 4).sum(axis=0),
+    "lstsq": lambda a: tnp.linalg.lstsq(a, RHS)[0],
+    "lstsq_tall_residuals": lambda a: _solution_and_residuals(tnp.linalg.lstsq(a[:, :2], RHS)),
+    "lstsq_wide_vector": lambda a: tnp.linalg.lstsq(a[:2], RHS[:2, 0])[0][:, None],
 }
+
+
+def _product_free(qr: Any) -> Any:
+    """``Q + R`` (a loss of both factors that is no function of ``Q R = a``)."""
+    return qr[0] + qr[1]
+
+
+def _solution_and_residuals(result: Any) -> Any:
+    """``x + residuals`` (broadcast over ``x``'s rows): both in one result."""
+    return result[0] + result[1][None, :]
 
 
 def _projector(v: Any) -> Any:
@@ -144,12 +162,64 @@ def test_complex_eigh_and_svd_match_numpy_up_to_phases_batched() -> None:
     np.testing.assert_allclose(full.S.numpy(), s.numpy(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("executor", ["reference", "compiled"])
+def test_complex_lstsq_matches_numpy(executor: str) -> None:
+    tall = np.concatenate([HPD, 1j * WEIGHTS[:1]], axis=0)  # 4 x 3
+    cases = [(tall, np.concatenate([RHS, WEIGHTS[1:2, :2]])), (tall, tall[:, 0].real),
+             (tall.T, RHS), (tall.real, RHS[0].repeat(2)[:4])]  # fmt: skip
+    compiled = CompiledExecutor(cache_dir=False, background=False)
+    with tc.use_executor(compiled if executor == "compiled" else tc.ReferenceExecutor()):
+        for a, b in cases:
+            results = tnp.linalg.lstsq(a, b)
+            for got, expected in zip(results, np.linalg.lstsq(a, b), strict=True):
+                got = got.numpy()
+                assert got.shape == np.shape(expected)
+                assert got.dtype.kind == np.asarray(expected).dtype.kind
+                np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    assert compiled.stats.fallbacks == 0
+
+
+@pytest.mark.parametrize("executor", ["reference", "compiled"])
+def test_complex_qr_matches_numpy(executor: str) -> None:
+    tall = np.concatenate([HPD, 1j * WEIGHTS[:1]], axis=0)  # 4 x 3
+    batch = np.stack([tall, tall[::-1] * (1 - 2j)]).astype(np.complex64)
+    compiled = CompiledExecutor(cache_dir=False, background=False)
+    with tc.use_executor(compiled if executor == "compiled" else tc.ReferenceExecutor()):
+        for a, tolerance in ((HPD, 1e-12), (tall, 1e-12), (batch, 1e-5)):
+            q, r = tnp.linalg.qr(a)
+            q_np, r_np = np.linalg.qr(a)
+            assert q.dtype == a.dtype and r.dtype == a.dtype
+            np.testing.assert_allclose(q.numpy(), q_np, atol=tolerance)
+            np.testing.assert_allclose(r.numpy(), r_np, atol=tolerance * 10)
+            np.testing.assert_allclose(tnp.linalg.qr(a, mode="r").numpy(), r_np,
+                                       atol=tolerance * 10)  # fmt: skip
+        complete = tnp.linalg.qr(tall, mode="complete")  # tall: numpy's, no gradient
+        np.testing.assert_allclose(complete.Q.numpy(), np.linalg.qr(tall, "complete")[0])
+    assert compiled.stats.fallbacks == 0
+
+
+@pytest.mark.parametrize("executor", ["reference", "compiled"])
+def test_complex_expm_matches_scipy(executor: str) -> None:
+    import scipy.linalg
+
+    batch = np.stack([HPD / 3, 1j * WEIGHTS]).astype(np.complex64)
+    compiled = CompiledExecutor(cache_dir=False, background=False)
+    with tc.use_executor(compiled if executor == "compiled" else tc.ReferenceExecutor()):
+        got = tsl.expm(WEIGHTS).numpy()
+        np.testing.assert_allclose(got, scipy.linalg.expm(WEIGHTS), rtol=1e-12)
+        assert got.dtype == np.complex128
+        got = tsl.expm(batch).numpy()
+        assert got.dtype == np.complex64
+        np.testing.assert_allclose(got, scipy.linalg.expm(batch), rtol=1e-5, atol=1e-5)
+    assert compiled.stats.fallbacks == 0
+
+
 def test_complex_pinv_matches_numpy() -> None:
     tall = np.concatenate([HPD, 1j * WEIGHTS[:1]], axis=0)
     np.testing.assert_allclose(tnp.linalg.pinv(tall).numpy(), np.linalg.pinv(tall), atol=1e-12)
 
 
-@pytest.mark.parametrize("call", [tnp.linalg.qr, tsl.expm])
+@pytest.mark.parametrize("call", [tnp.linalg.cond, tnp.linalg.matrix_rank])
 def test_the_others_refuse_complex_matrices_by_name(call: Callable[[Any], Any]) -> None:
     with pytest.raises(TypeError, match="complex matrices are not supported yet"):
         call(HPD)

@@ -1,12 +1,13 @@
 """The op-table rows of the linear-algebra primitives (``ops.linalg``,
-``ops.decompositions``): well-conditioned random inputs of each op's kind, square and
-batched, in double precision and (for the solves and Cholesky) single.
+``ops.decompositions``, ``ops.complex_decompositions``, ``ops.matrix_exponential``):
+well-conditioned random inputs of each op's kind, square and batched, in double
+precision and (for the solves and Cholesky) single.
 
 Generators: ``spd`` (``X X^H + n I``: Cholesky, eigh with a spread spectrum), ``general``
 (``X + n I``: solves, slogdet; well conditioned), ``triangular`` (a dominant diagonal of
 random sign), ``normal`` (SVD and QR: full rank almost surely, distinct values); for a
 complex dtype ``X`` has a random imaginary part too (the solves, Cholesky, the complex
-slogdet, eigh and SVD take them).
+slogdet, eigh, SVD, QR and the matrix exponential take them).
 """
 
 from __future__ import annotations
@@ -69,14 +70,15 @@ ROWS = [
     ("complex_svd_square", ops.ComplexSvd((3, 3)), ("normal",), ((3, 3),), ("complex128",)),
     ("complex_svd_tall", ops.ComplexSvd((2, 4, 3)), ("normal",), ((2, 4, 3),), ("complex128",)),
     ("complex_svd_wide", ops.ComplexSvd((3, 5)), ("normal",), ((3, 5),), ("complex128",)),
-    ("qr_square", ops.Qr((3, 3)), ("normal",), ((3, 3),), ("float64",)),
-    ("qr_tall", ops.Qr((2, 4, 3)), ("normal",), ((2, 4, 3),), ("float64",)),
-    ("expm", ops.Expm((3, 3)), ("normal",), ((3, 3),), ("float64", "float32")),
-    ("expm_batched", ops.Expm((2, 3, 3)), ("normal",), ((2, 3, 3),), ("float64",)),
+    ("qr_square", ops.Qr((3, 3)), ("normal",), ((3, 3),), ("float64", "complex128")),
+    ("qr_tall", ops.Qr((2, 4, 3)), ("normal",), ((2, 4, 3),), ("float64", "complex64")),
+    ("qr_tall_4x3", ops.Qr((4, 3)), ("normal",), ((4, 3),), ("complex128",)),
+    ("expm", ops.Expm((3, 3)), ("normal",), ((3, 3),), ("float64", "float32", "complex128")),
+    ("expm_batched", ops.Expm((2, 3, 3)), ("normal",), ((2, 3, 3),), ("float64", "complex64")),
     ("expm_frechet", ops.ExpmFrechet((3, 3)), ("normal", "normal"), ((3, 3), (3, 3)),
-     ("float64",)),
+     ("float64", "complex128")),
     ("expm_frechet_batched", ops.ExpmFrechet((2, 2, 2)), ("normal", "normal"),
-     ((2, 2, 2), (2, 2, 2)), ("float64",)),
+     ((2, 2, 2), (2, 2, 2)), ("float64", "complex64")),
 ]
 for _transpose in (False, True):
     _suffix = "_t" if _transpose else ""

@@ -12,18 +12,19 @@ svd, svdvals           reduced ``svd`` (``full_matrices`` only for square matric
 qr(a, mode)            reduced ``qr`` (``'reduced'``, ``'r'``; ``'complete'`` when square)
 pinv(a, rcond)         ``V diag(1/s) U^H`` over the singular values above the cutoff
 matrix_power(a, n)     products by repeated squaring (``inv`` first when ``n < 0``)
-lstsq(a, b, rcond)     ``pinv(a) @ b`` (see ``lstsq``)
+lstsq(a, b, rcond)     ``V diag(1/s) U^H b``, pinv's (see ``lstsq``)
 =====================  ==========================================================
 
 All batch over leading axes, as numpy; integers become float64. Complex matrices:
 ``solve``, ``inv``, ``slogdet`` and ``det`` (``complex_slogdet``: a complex sign, a real
 log-determinant), ``cholesky`` (``a = L L^H``), ``matrix_power``, ``eigh``/``eigvalsh``
 (Hermitian: real eigenvalues, ``complex_eigh``), ``svd``/``svdvals`` (real singular
-values, ``a = U diag(S) V^H``, ``complex_svd``) and ``pinv`` take them (and scipy's
-triangular and Cholesky solves); the others raise ``TypeError`` (not yet). Complex
-vectors are defined up to a phase per column: the gradients are those of the ops' fixed gauge
-(``ops.complex_decompositions``), so only gauge-invariant functions of them (``|v|²``,
-``U diag(S) V^H``) match numpy-based finite differences.
+values, ``a = U diag(S) V^H``, ``complex_svd``), ``pinv``, ``lstsq`` and ``qr``
+(numpy's factors: ``R``'s diagonal real) take them (and scipy's triangular and
+Cholesky solves); the others raise ``TypeError`` (not yet).
+Complex vectors are defined up to a phase per column: the gradients are those of the
+ops' fixed gauge (``ops.complex_decompositions``), so only gauge-invariant functions
+of them (``|v|²``, ``U diag(S) V^H``) match numpy-based finite differences.
 Bad shapes raise ``LinAlgError``-like ``ValueError``s before any call. eigh and svd:
 the derivatives of the vectors are infinite where two eigenvalues (singular values)
 tie; see ``ops.decompositions``.
@@ -37,7 +38,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tidu_compile import ops
-from tidu_compile.frontend.elementwise import compare, conj, unary, where
+from tidu_compile.frontend.elementwise import compare, conj, real, unary, where
 from tidu_compile.frontend.linalg import matmul
 from tidu_compile.frontend.promotion import broadcast_to, unary_input
 from tidu_compile.frontend.reductions import max, sum
@@ -76,8 +77,8 @@ class QRResult(NamedTuple):
 
 #: The functions that take complex matrices (their primitives' rules are the adjoint's).
 COMPLEX_FUNCTIONS = ("solve", "inv", "slogdet", "det", "cholesky", "matrix_power", "eigh",
-                     "eigvalsh", "svd", "svdvals", "pinv", "solve_triangular", "cho_factor",
-                     "cho_solve")  # fmt: skip
+                     "eigvalsh", "svd", "svdvals", "qr", "pinv", "lstsq", "solve_triangular",
+                     "cho_factor", "cho_solve", "expm")  # fmt: skip
 
 
 def matrices(a: Any, name: str, square: bool = True) -> Tensor:
@@ -108,13 +109,18 @@ def _lower_reads(x: Tensor, upper: bool) -> Tensor:
     return adjoint(x) if upper else x
 
 
+def _common_dtype(a: Tensor, rhs: Tensor) -> tuple[Tensor, Tensor]:
+    """``a`` and ``rhs`` as their common dtype (numpy's promotion)."""
+    if rhs.dtype == a.dtype:
+        return a, rhs
+    dtype = np.result_type(a.dtype, rhs.dtype)
+    return a.astype(dtype), rhs.astype(dtype)
+
+
 def vector_rhs(a: Tensor, b: Any, name: str) -> tuple[Tensor, Tensor, bool]:
     """``a`` and ``b`` with broadcast batch dims, ``b`` as matrices; whether ``b`` was a
     vector (numpy 2: ``b`` is a vector only when 1-d)."""
-    rhs = unary_input(b)
-    if rhs.dtype != a.dtype:
-        dtype = np.result_type(a.dtype, rhs.dtype)
-        a, rhs = a.astype(dtype), rhs.astype(dtype)
+    a, rhs = _common_dtype(a, unary_input(b))
     n = a.shape[-1]
     vector = rhs.ndim == 1
     if vector:
@@ -216,7 +222,9 @@ def svdvals(x: Any) -> Tensor:
 
 def qr(a: Any, mode: str = "reduced") -> Any:
     """``QRResult(Q, R)`` with ``a = Q R`` (reduced: ``Q`` ``[..., m, k]``, ``k =
-    min(m, n)``), or ``R`` for ``mode='r'``. Differentiable for ``m >= n`` (as JAX)."""
+    min(m, n)``), or ``R`` for ``mode='r'``; numpy's (LAPACK's) factors, also of complex
+    ``a`` (``Q^H Q = I``, ``R``'s diagonal real). Differentiable for ``m >= n`` (as
+    JAX)."""
     if mode not in ("reduced", "r", "complete"):
         raise ValueError(f"qr: mode {mode!r} is not supported (use 'reduced', 'r' or "
                          "'complete')")  # fmt: skip
@@ -246,9 +254,15 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None
     values above ``rcond * max(s)`` (default ``max(m, n) * eps``, numpy's ``rtol``)."""
     x = matrices(a, "pinv", square=False)
     cut = rcond if rcond is not None else rtol if rtol is not None else _default_rcond(x)
+    scaled, u_h, _ = _pseudo_inverse_factors(x, cut)
+    return matmul(scaled, u_h)
+
+
+def _pseudo_inverse_factors(x: Tensor, cut: Any) -> tuple[Tensor, Tensor, Tensor]:
+    """``(V diag(1/s), U^H, s)`` from the reduced SVD of ``x``, ``1/s`` over the singular
+    values above ``cut * max(s)`` (0 for the others): ``pinv(x)`` is their product."""
     u, s, vh = svd(x, full_matrices=False)
-    scaled = adjoint(vh) * _reciprocal_above(s, cut)[..., None, :]
-    return matmul(scaled, adjoint(u))
+    return adjoint(vh) * _reciprocal_above(s, cut)[..., None, :], adjoint(u), s
 
 
 def matrix_power(a: Any, n: int) -> Tensor:
@@ -272,11 +286,12 @@ def matrix_power(a: Any, n: int) -> Tensor:
 
 
 def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """``(x, residuals, rank, s)`` minimizing ``|b - a x|`` (numpy's ``lstsq``, 2-d ``a``):
-    ``x = pinv(a) @ b``; ``residuals`` the squared residual norms per column when ``m >
-    n`` (computed for a full-rank ``a``: numpy gives an empty array for a
+    """``(x, residuals, rank, s)`` minimizing ``|b - a x|`` (numpy's ``lstsq``, 2-d ``a``,
+    real or complex): ``x = V diag(1/s) U^H b`` (the pseudo-inverse's, from the reduced
+    SVD); ``residuals`` the real squared residual norms ``|b - a x|²`` per column when
+    ``m > n`` (computed for a full-rank ``a``: numpy gives an empty array for a
     rank-deficient one), else empty; ``rank`` an int64 tensor (the singular values
-    above the cutoff), ``s`` the singular values."""
+    above the cutoff), ``s`` the (real) singular values."""
     x = matrices(a, "lstsq", square=False)
     if x.ndim != 2:
         raise ValueError(f"lstsq: a must be 2-dimensional, got shape {x.shape}")
@@ -284,16 +299,15 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Tensor, Tensor, Tensor, Te
     m, n = x.shape
     if rhs.ndim not in (1, 2) or rhs.shape[0] != m:
         raise ValueError(f"lstsq: b has shape {rhs.shape}; its first dimension must be {m}")
+    x, rhs = _common_dtype(x, rhs)
     cut = rcond if rcond is not None else _default_rcond(x)
-    u, s, vh = apply_op(ops.Svd(x.shape), [x])
-    inverse = _reciprocal_above(s, cut)
-    solution = matmul(swapaxes(vh, -1, -2) * inverse, matmul(swapaxes(u, -1, -2), rhs))
+    scaled, u_h, s = _pseudo_inverse_factors(x, cut)
+    solution = matmul(scaled, matmul(u_h, rhs))
     if m > n:
         error = rhs - matmul(x, solution)
-        residuals = sum(error * error, axis=0)
+        residuals = sum(real(error * conj(error)), axis=0)
         residuals = residuals.reshape(1) if rhs.ndim == 1 else residuals
     else:
-        residuals = Tensor(np.zeros((0,), dtype=x.dtype))
+        residuals = Tensor(np.zeros((0,), dtype=s.dtype))
     rank = sum(compare("gt", s, max(s) * cut).astype(np.int64))
     return solution, residuals, rank, s
-

@@ -17,7 +17,7 @@ expm(a)                            ``expm`` (scipy's Padé); the derivative is
 =================================  ==================================================
 
 Batched over leading axes (scipy's own solve_triangular is not); ``b`` a vector or a
-batch of matrices; real or complex, but ``expm`` real only.
+batch of matrices; real or complex.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False,
 
 
 def expm(A: Any) -> Tensor:  # noqa: N803 - scipy's name
-    """The matrix exponential (scaling and squaring with Padé approximants)."""
+    """The matrix exponential (scaling and squaring with Padé approximants), of real or
+    complex matrices."""
     x = matrices(A, "expm")
     return apply1(ops.Expm(x.shape), x)

@@ -1,6 +1,7 @@
 """Hermitian eigendecomposition and SVD of complex matrices: ``complex_eigh``,
 ``complex_svd`` (the real ones are ``decompositions.py``'s, lowered to native LAPACK
-kernels; these are library calls by design, as the other complex factorisations).
+kernels; these are library calls by design, as the complex solves and Cholesky; ``qr``
+is one primitive for both, native for complex matrices too).
 
 JVP rules as JAX's (``jax/_src/lax/linalg.py``: ``eigh_jvp_rule``, ``svd_jvp_rule``),
 with a gauge term. ``^H`` is the conjugate transpose; ``F`` the real inverse gaps of

@@ -1,7 +1,8 @@
 """Matrix decompositions with several results: ``eigh``, ``svd``, ``qr``.
 
 JVP rules as JAX's (``jax/_src/lax/linalg.py``: ``_eigh_jvp_rule``, ``_svd_jvp_rule``,
-``qr_jvp_rule``), written with primitives, real dtypes. With ``S = Vᵀ sym(dA) V``
+``qr_jvp_rule``), written with primitives, real dtypes (``qr`` complex ones too: the
+complex ``eigh`` and ``svd`` are ``complex_decompositions.py``'s). With ``S = Vᵀ sym(dA) V``
 (``sym(dA) = tril(dA) + tril(dA, -1)ᵀ``: eigh reads the lower triangle) and
 ``F_ij = 1/(w_j - w_i)`` off the diagonal (0 on it):
 
@@ -12,8 +13,9 @@ eigh -> (w, V)         ``dw = diag(S)``, ``dV = V (F ∘ S)``
 svd -> (U, s, Vᵀ)      ``dS = Uᵀ dA V``, ``ds = diag(dS)``, ``F_ij = 1/(s_j² - s_i²)``,
 (reduced)              ``dU = U (F ∘ (dS s + (dS s)ᵀ)) [+ (I - UUᵀ) dA V / s]``,
                        ``dV = V (F ∘ (s dS + (s dS)ᵀ)) [+ (I - VVᵀ) dAᵀ U / s]``
-qr -> (Q, R)           ``C = Qᵀ dA R⁻¹``, ``Ω = tril(C, -1) - tril(C, -1)ᵀ``,
-(reduced, m >= n)      ``dQ = Q (Ω - C) + dA R⁻¹``, ``dR = (C - Ω) R``
+qr -> (Q, R)           ``C = Q^H dA R⁻¹``, ``P = C - Ω`` = ``triu(C + C^H)`` with half
+(reduced, m >= n;      its diagonal (``Ω = tril(C, -1) - tril(C, -1)^H + i Im diag(C)``),
+real or complex)       ``dQ = dA R⁻¹ - Q P``, ``dR = P R``
 =====================  ==============================================================
 
 Degenerate spectra: the eigenvectors of a repeated eigenvalue (the singular vectors of
@@ -33,12 +35,15 @@ import numpy as np
 
 from tidu_compile.ad import ADRuleError, ADRuleKind
 from tidu_compile.ops.base import TensorType, apply, linear, primitive
-from tidu_compile.ops.elementwise import Add, Div, FullLike, Mul, Sub
+from tidu_compile.ops.complex_ops import Conj
+from tidu_compile.ops.elementwise import Add, Div, FullLike, Mul, Scale, Sub
 from tidu_compile.ops.ir_fields import shape_of_operand
 from tidu_compile.ops.linalg import (
+    COMPLEX_LINALG,
     LinalgOp,
     TrianglePart,
     TriangularSolve,
+    adjoint_last,
     identity_like,
     lower_symmetric,
     lower_symmetric_values,
@@ -222,13 +227,16 @@ class Svd(LinalgOp):
 
 @primitive
 class Qr(LinalgOp):
-    """The reduced QR ``A = Q R``: ``Q [..., m, k]`` orthonormal columns, ``R [..., k, n]``
-    upper triangular, ``k = min(m, n)`` (Householder, LAPACK's ``geqrf``/``orgqr``)."""
+    """The reduced QR ``A = Q R``: ``Q [..., m, k]`` orthonormal (unitary) columns, ``R
+    [..., k, n]`` upper triangular, ``k = min(m, n)`` (Householder, LAPACK's
+    ``geqrf``/``orgqr``, ``ungqr`` for complex ``A``: numpy's factors, ``R``'s diagonal
+    real; a native kernel when compiled, complex too: ``passes/lapack_decompositions``)."""
 
     shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
     output_count = 2
     square: ClassVar[bool] = False
+    allowed_dtypes = COMPLEX_LINALG
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
@@ -243,21 +251,26 @@ class Qr(LinalgOp):
         return (q.astype(a.dtype), r.astype(a.dtype))
 
     def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Gram-Schmidt on the columns, with the signs of ``R``'s diagonal as LAPACK's."""
-        a = arrays[0]
-        q_ref, r_ref = np.linalg.qr(a)
-        signs = np.sign(np.diagonal(r_ref, axis1=-2, axis2=-1))
+        """Gram-Schmidt on the columns, with the signs of ``R``'s (real) diagonal as
+        LAPACK's."""
+        a = arrays[0].astype(np.result_type(arrays[0].dtype, np.float64))
+        r_ref = np.linalg.qr(a)[1]
+        signs = np.sign(np.diagonal(r_ref, axis1=-2, axis2=-1).real)
         k = min(a.shape[-2:])
-        q = np.zeros(a.shape[:-1] + (k,))
+        q = np.zeros(a.shape[:-1] + (k,), a.dtype)
         for j in range(k):
-            column = a[..., :, j] - np.einsum("...ik,...k->...i", q[..., :, :j],
-                                              np.einsum("...ik,...i->...k", q[..., :, :j],
-                                                        a[..., :, j]))  # fmt: skip
+            basis = q[..., :, :j]
+            overlaps = np.einsum("...ik,...i->...k", np.conj(basis), a[..., :, j])
+            column = a[..., :, j] - np.einsum("...ik,...k->...i", basis, overlaps)
             q[..., :, j] = column / np.linalg.norm(column, axis=-1, keepdims=True)
         q = q * signs[..., None, :]
-        return (q, np.swapaxes(q, -1, -2) @ a)
+        return (q, np.conj(np.swapaxes(q, -1, -2)) @ a)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
+        """JAX's ``qr_jvp_rule`` with ``C - Ω`` (``Ω`` its skew-Hermitian part, with the
+        imaginary part of ``C``'s diagonal) written as ``P = triu(C + C^H)`` with half
+        its diagonal: ``dQ = dA R⁻¹ - Q P``, ``dR = P R``; one rule for real and complex
+        (``Conj`` is the identity on real values)."""
         shape, nd = self.shape, len(self.shape)
         m, n = shape[-2:]
         if m < n:
@@ -268,10 +281,14 @@ class Qr(LinalgOp):
         square = (*batch, n, n)
         solve = TriangularSolve(square, (*batch, n, m), upper=True, transpose_a=True)
         da_rinv = swap_last(b, linear(b, solve, [r, swap_last(b, ts[0], nd)], (False, True)), nd)
-        c = _mm(b, swap_last(b, q, nd, None), da_rinv, (*batch, n, m), shape, (False, True))
-        lower = linear(b, TrianglePart(-1), [c], (True,))
-        omega = linear(b, Sub(), [lower, swap_last(b, lower, nd)], (True, True))
-        dq = _mm(b, q, linear(b, Sub(), [omega, c], (True, True)), shape, square, (False, True))
-        dq = linear(b, Add(), [dq, da_rinv], (True, True))
-        dr = _mm(b, linear(b, Sub(), [c, omega], (True, True)), r, square, square, (True, False))
+        q_h = apply(b, Conj(), [swap_last(b, q, nd, None)])
+        c = _mm(b, q_h, da_rinv, (*batch, n, m), shape, (False, True))
+        hermitian = linear(b, Add(), [c, adjoint_last(b, c, nd)], (True, True))
+        halves = linear(b, Add(), [linear(b, TrianglePart(0, True), [hermitian], (True,)),
+                                   linear(b, TrianglePart(1, True), [hermitian], (True,))],
+                        (True, True))  # fmt: skip
+        p = linear(b, Scale(0.5), [halves], (True,))
+        dq = _mm(b, q, p, shape, square, (False, True))
+        dq = linear(b, Sub(), [da_rinv, dq], (True, True))
+        dr = _mm(b, p, r, square, square, (True, False))
         return [dq, dr]

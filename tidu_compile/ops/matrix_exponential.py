@@ -4,15 +4,17 @@
 op                     rules
 =====================  ==============================================================
 expm(A)                ``d expm(A) = L(A, dA)``: ``expm_frechet``
-expm_frechet(A, E)     ``L(A, E)``, linear in ``E``; transpose ``L(Aᵀ, ·)`` (the adjoint
-                       of ``E -> L(A, E)`` for the real inner product); JVP: the
+expm_frechet(A, E)     ``L(A, E)``, linear in ``E``; transpose ``L(A^H, ·)`` (the adjoint
+                       of ``E -> L(A, E)`` for the real inner product ``Re tr(X^H Y)``,
+                       ``L(Aᵀ, ·)`` on real matrices); JVP: the
                        top-right block of ``L(M, dM)``, ``M = [[A, E], [0, A]]``,
                        ``dM = [[dA, dE], [0, dA]]`` (``L(A, E)`` is the top-right block
                        of ``expm(M)``), so it differentiates to any order
 =====================  ==============================================================
 
 Both are library calls (scipy's scaling-and-squaring Padé ``expm`` and Al-Mohy and
-Higham's ``expm_frechet``), matrix by matrix over the batch; real dtypes.
+Higham's ``expm_frechet``), matrix by matrix over the batch; real and complex dtypes
+(the rules are the same: ``Conj`` is the identity on real values).
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ import scipy.linalg
 
 from tidu_compile.ad import ADRuleError, ADRuleKind
 from tidu_compile.ops.base import TensorType, active, add_tangents, apply, linear, primitive
+from tidu_compile.ops.complex_ops import Conj
 from tidu_compile.ops.elementwise import Add
 from tidu_compile.ops.indexing import Pad, Slice
 from tidu_compile.ops.ir_fields import shape_of_operand
-from tidu_compile.ops.linalg import LinalgOp, batched, swap_last
+from tidu_compile.ops.linalg import COMPLEX_LINALG, LinalgOp, batched, swap_last
 
 __all__ = ["Expm", "ExpmFrechet"]
 
@@ -36,6 +39,7 @@ class Expm(LinalgOp):
 
     shape: tuple[int, ...] = shape_of_operand()
     input_count = 1
+    allowed_dtypes = COMPLEX_LINALG
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
@@ -50,7 +54,8 @@ class Expm(LinalgOp):
         """By the eigendecomposition ``V diag(exp(w)) V⁻¹`` (distinct eigenvalues)."""
         a = arrays[0]
         w, v = np.linalg.eig(a)
-        return (np.real((v * np.exp(w)[..., None, :]) @ np.linalg.inv(v)),)
+        exponential = (v * np.exp(w)[..., None, :]) @ np.linalg.inv(v)
+        return (exponential if np.iscomplexobj(a) else np.real(exponential),)
 
     def jvp_rule(self, b, xs, ys, ts, ctx):
         return [linear(b, ExpmFrechet(self.shape), [xs[0], ts[0]], (False, True))]
@@ -62,6 +67,7 @@ class ExpmFrechet(LinalgOp):
 
     shape: tuple[int, ...] = shape_of_operand()
     input_count = 2
+    allowed_dtypes = COMPLEX_LINALG
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:
         self.check_arity(inputs)
@@ -81,7 +87,7 @@ class ExpmFrechet(LinalgOp):
         """The top-right block of ``expm([[A, E], [0, A]])``."""
         a, e = arrays
         n = a.shape[-1]
-        block = np.zeros((*a.shape[:-2], 2 * n, 2 * n))
+        block = np.zeros((*a.shape[:-2], 2 * n, 2 * n), np.result_type(a, e))
         block[..., :n, :n] = block[..., n:, n:] = a
         block[..., :n, n:] = e
         return (batched(scipy.linalg.expm, block.shape, block)[..., :n, n:],)
@@ -119,5 +125,5 @@ class ExpmFrechet(LinalgOp):
     def transpose_rule(self, b, cts, inputs, role, ctx):
         if active(role, 0):
             raise ADRuleError.invalid_input(self, ADRuleKind.TRANSPOSE, "not linear in a")
-        a_t = swap_last(b, inputs[0], len(self.shape), None)
-        return [None, linear(b, self, [a_t, cts[0]], (False, True))]
+        a_h = apply(b, Conj(), [swap_last(b, inputs[0], len(self.shape), None)])
+        return [None, linear(b, self, [a_h, cts[0]], (False, True))]

@@ -80,3 +80,27 @@ func.func @spectrum(%a: tensor<2x2xf64>) -> (tensor<2xf64>, tensor<2x2xf64>) {
   %w, %v = tidu.eigh %a : tensor<2x2xf64> -> (tensor<2xf64>, tensor<2x2xf64>)
   func.return %w, %v : tensor<2xf64>, tensor<2x2xf64>
 }
+
+// -----
+
+// Complex qr: zgeqrf + zungqr on pairs of reals. The complex buffers pass as pairs
+// through casts, %fws holds 2 x (mn + k + 64 max(m, n)) reals, and each element copied
+// in or out (R's lower part zeroed) is its real then its imaginary part, 8 bytes on.
+// CHECK-LABEL: func.func @factor(%a: tensor<3x2xcomplex<f64>>)
+// CHECK:         %[[A:.*]] = builtin.unrealized_conversion_cast %{{.*}} : memref<3x2xcomplex<f64>> to memref<3x2x2xf64>
+// CHECK:         func.call @factor_lapack0(%[[A]], %{{.*}}) : (memref<3x2x2xf64>, memref<3x2x2xf64>, memref<2x2x2xf64>, memref<7xi32>, memref<400xf64>) -> ()
+// CHECK:       func.func @factor_lapack0(
+// CHECK:         scf.for
+// CHECK:           ptr_xdsl.load %{{.*}} : !ptr_xdsl.ptr -> f64
+// CHECK:           ptr_xdsl.ptradd %{{.*}}, %{{.*}} : (!ptr_xdsl.ptr, index) -> !ptr_xdsl.ptr
+// CHECK:           ptr_xdsl.load %{{.*}} : !ptr_xdsl.ptr -> f64
+// CHECK:         func.call @tidu_lapack_lp64_zgeqrf(
+// CHECK:             arith.select
+// CHECK:             arith.select
+// CHECK:         func.call @tidu_lapack_lp64_zungqr(
+// CHECK:       func.func private @tidu_lapack_lp64_zgeqrf(
+// CHECK:       func.func private @tidu_lapack_lp64_zungqr(
+func.func @factor(%a: tensor<3x2xcomplex<f64>>) -> (tensor<3x2xcomplex<f64>>, tensor<2x2xcomplex<f64>>) {
+  %q, %r = tidu.qr %a : tensor<3x2xcomplex<f64>> -> (tensor<3x2xcomplex<f64>>, tensor<2x2xcomplex<f64>>)
+  func.return %q, %r : tensor<3x2xcomplex<f64>>, tensor<2x2xcomplex<f64>>
+}
