@@ -184,8 +184,7 @@ def replace_op(op: Operation, kernel: LapackKernel, symbol: str, element: Elemen
 
 @dataclass(frozen=True)
 class TiduLowerLinalgPass(ModulePass):
-    """Lower the real factorisations and solves (and complex QR) to kernels that call
-    LAPACK."""
+    """Lower the real factorisations and solves, and complex QR, to LAPACK kernels."""
 
     name = "tidu-lower-linalg"
 

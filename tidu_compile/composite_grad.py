@@ -20,8 +20,10 @@ and runs it with ``executor.run_graph``: compiled, the pipeline's CSE merges the
 forward's and the backward's common ops (``exp(-x)``, ``tanh(...)``) and fusion puts
 them in one loop nest, so W1 reads ``x`` and ``y`` once and writes the loss, ``gx`` and
 ``gy``. The arguments are read in place (nothing is recorded, so nothing needs a copy).
-The first call of a signature takes the general path (it traces); ``fused_value_and_grad``
-returns None whenever the fused path does not apply.
+The first call of a signature traces (``trace_for``) and goes straight to the fused
+program: no forward program of its own is compiled, so the first call compiles one
+program, as ``jax.jit(jax.value_and_grad(f))`` does; ``fused_value_and_grad`` returns None
+whenever the fused path does not apply.
 """
 
 from __future__ import annotations

@@ -300,6 +300,11 @@ class GraphBuilder:
         self._inputs: list[int] = []
         self._outputs: list[int] = []
         self._parents: list[Graph] = []
+        #: each operation key structurally met before is that key object (hash-consing):
+        #: a value recomputed from the same inputs (a backward's residuals, in a fused
+        #: program) has its predecessor's key, so comparing the two stops at once instead
+        #: of walking their whole equal history (quadratic in a chain's length).
+        self._operation_keys: dict[OperationKey, OperationKey] = {}
 
     def add_input(self, key: Hashable) -> int:
         """Add an input named by the raw key ``key`` (its value key is ``Input(key)``)."""
@@ -324,6 +329,7 @@ class GraphBuilder:
             )
         refs = tuple(self._ref(value) for value in inputs)
         key = OperationKey(operation, tuple(self._key_of(r) for r in refs), role)
+        key = self._operation_keys.setdefault(key, key)
         output_count = _arity(operation, "output_count")
         if output_count is None:
             output_count = 1

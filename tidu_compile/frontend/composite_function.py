@@ -305,6 +305,24 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
                 "(they key the trace)"
             ) from None
         inputs = [a if isinstance(a, Tensor) else Tensor(np.array(a, copy=True)) for a in leaves]
+        traced = traced_for(key, args, kwargs, inputs)
+        if traced is _EAGER:
+            return fn(*args, **kwargs)
+        # The tracing call too: every call's values come from the same program.
+        if traced.segmented is not None:
+            outputs = traced.segmented.call(inputs, traced.constants, records)
+            return outputs[0] if traced.single_output else tuple(outputs)
+        values = traced.forward([t._data for t in inputs] + traced.constants)
+        if records:
+            outputs = _record(traced, inputs, values)
+        else:
+            outputs = [Tensor(np.asarray(values[i])) for i in traced.graph.outputs]
+        return outputs[0] if traced.single_output else tuple(outputs)
+
+    def traced_for(key: Hashable, args: tuple[Any, ...], kwargs: dict[str, Any],
+                   inputs: list[Tensor]) -> Any:  # fmt: skip
+        """The trace of ``key`` (``_EAGER`` for a function calling transforms), made
+        from a call with ``args``, ``kwargs`` (whose leaves are ``inputs``) if new."""
         with lock:
             traced = traces.get(key)
             if traced is not None:
@@ -325,33 +343,24 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
                 traces[key] = traced
                 while len(traces) > max_traces:
                     traces.popitem(last=False)
-        if traced is _EAGER:
-            return fn(*args, **kwargs)
-        # The tracing call too: every call's values come from the same program.
-        if traced.segmented is not None:
-            outputs = traced.segmented.call(inputs, traced.constants, records)
-            return outputs[0] if traced.single_output else tuple(outputs)
-        values = traced.forward([t._data for t in inputs] + traced.constants)
-        if records:
-            outputs = _record(traced, inputs, values)
-        else:
-            outputs = [Tensor(np.asarray(values[i])) for i in traced.graph.outputs]
-        return outputs[0] if traced.single_output else tuple(outputs)
+        return traced
 
     def trace_for(args: tuple[Any, ...]) -> tuple[_Traced, list[Any]] | None:
-        """The trace a call with ``args`` would replay and its tensor and array leaves
-        (in the trace's input order), or None when that call would trace."""
+        """The trace a call with ``args`` replays (traced now if new: its first call then
+        needs no forward program of its own) and its tensor and array leaves (in the
+        trace's input order), or None when that call takes the tape's path."""
         leaves: list[Any] = []
         key = _flatten((args, {}), leaves)
         if not any(isinstance(a, Tensor) and a._requires_grad for a in leaves):
             return None
         try:
-            with lock:
-                traced = traces.get(key)
+            hash(key)
         except TypeError:  # an unhashable argument: the call raises it
             return None
-        if traced is None or traced is _EAGER or traced.segmented is not None:  # segments:
-            return None  # the tape's path
+        inputs = [a if isinstance(a, Tensor) else Tensor(np.array(a, copy=True)) for a in leaves]
+        traced = traced_for(key, args, {}, inputs)
+        if traced is _EAGER or traced.segmented is not None:  # segments: the tape's path
+            return None
         return traced, leaves
 
     wrapper.traces = traces  # type: ignore[attr-defined]

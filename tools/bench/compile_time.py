@@ -6,9 +6,11 @@ The program is the chain of issue 23, ``ops`` operations on 64 float64 elements:
         h = tanh(h * w + 0.1) - 0.5 * h
     loss = sum(h)
 
-Ours: ``@tc.function`` of it, its gradient with respect to ``h`` and ``w`` by
-``tc.grad`` on a ``CompiledExecutor`` with blocking compiles and no disk cache (so
-everything is compiled, and ``stats.stage_seconds`` says where the time went). The peer:
+Ours, on a ``CompiledExecutor`` with blocking compiles and no disk cache (so everything
+is compiled, and ``stats.stage_seconds`` says where the time went): ``@tc.function`` of
+it, its gradient with respect to ``h`` and ``w`` by ``tc.grad`` (the tape's path: a
+forward program, then a backward one), and ``func.value_and_grad`` of the
+``@tc.function`` (JAX's form: one fused program from the first call). The peer:
 ``jax.jit(jax.value_and_grad(f, argnums=(0, 1)))``, first call. Each measurement runs in
 a fresh process (``python -m tidu_compile.tools.bench.compile_time CHILD``), which first
 compiles a 4-op chain so that imports and one-time set-up are not counted, then prints
@@ -42,8 +44,9 @@ def _inputs() -> tuple[np.ndarray, np.ndarray]:
     return np.linspace(-1.0, 1.0, ELEMENTS), np.full(ELEMENTS, 0.9)
 
 
-def _tidu_child(ops: int) -> dict[str, Any]:
+def _tidu_child(ops: int, fused: bool = False) -> dict[str, Any]:
     import tidu_compile as tc
+    from tidu_compile import func
     from tidu_compile.executors.compiled import CompiledExecutor
     from tidu_compile.executors.reference import ReferenceExecutor
 
@@ -54,10 +57,13 @@ def _tidu_child(ops: int) -> dict[str, Any]:
                 h = tc.tanh(h * w + 0.1) - 0.5 * h
             return tc.sum(h)
 
-        h, w = (tc.tensor(a, requires_grad=True) for a in _inputs())
         start, cpu = time.perf_counter(), time.process_time()
         with tc.use_executor(executor):
-            grads = tc.grad(chain(h, w), [h, w])
+            if fused:
+                _, grads = func.value_and_grad(chain, (0, 1))(*_inputs())
+            else:
+                h, w = (tc.tensor(a, requires_grad=True) for a in _inputs())
+                grads = tc.grad(chain(h, w), [h, w])
         return ([np.asarray(g) for g in grads], time.perf_counter() - start,
                 time.process_time() - cpu)  # fmt: skip
 
@@ -115,7 +121,8 @@ def run(sizes: Sequence[int], timeout: float, peers: bool = True) -> dict[str, A
     with_jax = peers and peer_installed("jax")
     rows = []
     for ops in sizes:
-        row: dict[str, Any] = {"ops": ops, "tidu": _measure("tidu", ops, timeout)}
+        row: dict[str, Any] = {"ops": ops, "tidu": _measure("tidu", ops, timeout),
+                               "tidu_fused": _measure("tidu-fused", ops, timeout)}
         if with_jax:
             row["jax"] = _measure("jax", ops, timeout)
         rows.append(row)
@@ -131,22 +138,31 @@ def _cell(result: dict[str, Any] | None) -> str:
     return f"{result['seconds']:.2f} s (cpu {result['cpu_seconds']:.2f})"
 
 
+def _ratios(ours: dict[str, Any] | None, peer: dict[str, Any] | None) -> tuple[str, str]:
+    """Wall and CPU seconds of ``ours`` over ``peer``'s ("-" when either failed)."""
+    if ours is None or peer is None or "error" in ours or "error" in peer:
+        return "-", "-"
+    return (f"{ours['seconds'] / peer['seconds']:.2f}",
+            f"{ours['cpu_seconds'] / peer['cpu_seconds']:.2f}")  # fmt: skip
+
+
 def format_compile(document: dict[str, Any]) -> str:
-    """One line per size: ours, jax's, the ratios of wall and CPU seconds, and where our
+    """One line per size: ours by ``tc.grad`` and by ``func.value_and_grad``, jax's, the
+    ratios of wall and CPU seconds of each of ours to jax's, and where the fused one's
     seconds went."""
     lines = [
         f"tidu-compile bench --compile: first forward + backward of an n-op @tc.function "
         f"chain on {document['elements']} float64 elements, cpu: {document['cpu']}",
-        f"{'ops':>6}  {'tidu_compile':<24}{'jax.jit':<24}{'ratio':>6}{'cpu':>6}  stages (s)",
+        f"{'ops':>6}  {'tc.grad':<24}{'func.value_and_grad':<24}{'jax.jit':<24}"
+        f"{'ratio':>6}{'cpu':>6}{'vag':>6}{'cpu':>6}  stages of value_and_grad (s)",
     ]
     for row in document["rows"]:
-        ours, peer = row["tidu"], row.get("jax")
-        both = "error" not in ours and peer is not None and "error" not in peer
-        ratio = f"{ours['seconds'] / peer['seconds']:.2f}" if both else "-"
-        cpu = f"{ours['cpu_seconds'] / peer['cpu_seconds']:.2f}" if both else "-"
-        stages = " ".join(f"{k} {v:.2f}" for k, v in ours.get("stages", {}).items())
-        lines.append(f"{row['ops']:>6}  {_cell(ours):<24}{_cell(peer):<24}{ratio:>6}{cpu:>6}"
-                     f"  {stages}")
+        ours, fused, peer = row["tidu"], row.get("tidu_fused"), row.get("jax")
+        ratio, cpu = _ratios(ours, peer)
+        fused_ratio, fused_cpu = _ratios(fused, peer)
+        stages = " ".join(f"{k} {v:.2f}" for k, v in (fused or {}).get("stages", {}).items())
+        lines.append(f"{row['ops']:>6}  {_cell(ours):<24}{_cell(fused):<24}{_cell(peer):<24}"
+                     f"{ratio:>6}{cpu:>6}{fused_ratio:>6}{fused_cpu:>6}  {stages}")
     return "\n".join(lines)
 
 
@@ -163,14 +179,15 @@ def command(args: argparse.Namespace) -> int:
     program fell back to the reference path."""
     sizes = QUICK_SIZES if args.quick else SIZES
     document = run(sizes, args.compile_timeout, peers=not args.no_peers)
-    return finish(document, args.json, format_compile(document),
-                  tidu_failures(document["rows"], "{ops} ops"))  # fmt: skip
+    failures = [*tidu_failures(document["rows"], "{ops} ops"),
+                *tidu_failures(document["rows"], "{ops} ops (value_and_grad)", "tidu_fused")]
+    return finish(document, args.json, format_compile(document), failures)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The child: ``tidu|jax OPS``; prints one ``@@bench`` line."""
+    """The child: ``tidu|tidu-fused|jax OPS``; prints one ``@@bench`` line."""
     who, ops = (argv if argv is not None else sys.argv[1:])[:2]
-    result = (_tidu_child if who == "tidu" else _jax_child)(int(ops))
+    result = _jax_child(int(ops)) if who == "jax" else _tidu_child(int(ops), who == "tidu-fused")
     print(MARKER + json.dumps(result), flush=True)
     return 0
 

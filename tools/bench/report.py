@@ -326,13 +326,14 @@ def timing_table(
     return "\n".join(lines)
 
 
-def tidu_failures(rows: Sequence[Mapping[str, Any]], name: str) -> list[str]:
-    """The rows whose ``tidu`` cell failed: an error, a gradient off the reference's, or
-    a program that fell back to the reference path; each named by ``name`` formatted
-    with the row (``"{ops} ops"``)."""
+def tidu_failures(rows: Sequence[Mapping[str, Any]], name: str,
+                  cell: str = "tidu") -> list[str]:  # fmt: skip
+    """The rows whose ``cell`` failed: an error, a gradient off the reference's, or a
+    program that fell back to the reference path; each named by ``name`` formatted with
+    the row (``"{ops} ops"``)."""
     failures = []
     for row in rows:
-        ours, what = row["tidu"], name.format(**row)
+        ours, what = row[cell], name.format(**row)
         if "error" in ours:
             failures.append(f"{what}: {ours['error']}")
         elif ours["relative_error"] > 1e-10 or ours["fallbacks"]:
