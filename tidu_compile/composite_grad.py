@@ -12,14 +12,14 @@ be checked first, keeps the general path)::
     inputs x, y
     forward ops       -> loss                  (the traced graph)
     Constant(1.0)     -> seed
-    backward program  -> d loss/dx, d loss/dy  (node_program: residuals recomputed
-                                                from the inputs)
+    backward program  -> d loss/dx, d loss/dy  (node_program: its residuals read
+                                                from the forward's values)
     outputs (loss, gx, gy)
 
-and runs it with ``executor.run_graph``: compiled, the pipeline's CSE merges the
-forward's and the backward's common ops (``exp(-x)``, ``tanh(...)``) and fusion puts
-them in one loop nest, so W1 reads ``x`` and ``y`` once and writes the loss, ``gx`` and
-``gy``. The arguments are read in place (nothing is recorded, so nothing needs a copy).
+and runs it with ``executor.run_graph``: compiled, fusion puts the forward's ops and
+the backward's that read them (``exp(-x)``, ``tanh(...)``) in one loop nest, so W1
+reads ``x`` and ``y`` once and writes the loss, ``gx`` and ``gy``. The arguments are
+read in place (nothing is recorded, so nothing needs a copy).
 The first call of a signature traces (``trace_for``) and goes straight to the fused
 program: no forward program of its own is compiled, so the first call compiles one
 program, as ``jax.jit(jax.value_and_grad(f))`` does; ``fused_value_and_grad`` returns None
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile.compiler.program import (
-    infer_output_types,
+    infer_value_types,
     node_program,
     saved_value_order,
 )
@@ -68,17 +68,21 @@ def build_fused(
     the loss is not a real scalar or does not depend on the inputs."""
     if len(traced_graph.output_keys) != 1:
         return None
-    (out_type,) = infer_output_types(traced_graph, input_types)
+    graph = traced_graph.graph
+    types = infer_value_types(traced_graph, input_types)
+    out_type = types[graph.outputs[0]]
     if out_type.shape != () or np.dtype(out_type.dtype).kind != "f":
         return None
     linear = traced_graph.linearize([0])
     if linear.tangent_outputs[0] is None:
         return None  # the loss does not depend on the inputs
-    order = saved_value_order(traced_graph, ())  # inputs, then outputs (not saved here)
-    saved = list(input_types) + [None] * len(traced_graph.output_keys)
+    # Every forward value is at hand: the backward reads its residuals, not recomputing
+    # them (half the ops for the pipeline to import and CSE to merge back).
+    order = saved_value_order(traced_graph, [graph.values[i].key for i in types])
+    at = {key: graph.local_id(key) for key in order}  # every key of order is the graph's
+    saved = [types.get(at[key]) for key in order]  # type: ignore[arg-type]
     program = node_program(traced_graph, linear, [out_type], order, saved,
                            None if all(needed) else needed)  # fmt: skip
-    graph = traced_graph.graph
     builder = GraphBuilder()
     local: dict[int, int] = {}
     for i in graph.inputs:
@@ -90,8 +94,8 @@ def build_fused(
             (value[position],) = builder.add_operation(
                 Constant(1.0, (), out_type.dtype), [], Primary()
             )
-        else:  # a saved input of the traced graph (the only values saved here)
-            value[position] = local[graph.inputs[source.index]]
+        else:  # a saved value of the traced graph: an input or a forward value
+            value[position] = local[at[order[source.index]]]  # type: ignore[index]
     for instr in program.instrs:
         outputs = builder.add_operation(instr.op, [value[i] for i in instr.inputs], Primary())
         value.update(zip(instr.outputs, outputs, strict=True))

@@ -69,6 +69,15 @@ def infer_output_types(
     Raises ``UnsupportedNode`` for ops without a type rule, and the rule's own
     ``ValueError``/``TypeError`` when the inputs do not type-check.
     """
+    types = infer_value_types(recorded, input_types)
+    return tuple(types[i] for i in recorded.graph.outputs)
+
+
+def infer_value_types(
+    recorded: RecordedGraph, input_types: Sequence[TensorType]
+) -> dict[int, TensorType]:
+    """The types of ``recorded``'s inputs and of the values its outputs depend on, by
+    local id (``infer_output_types``, which raises what this raises)."""
     graph = recorded.graph
     types: dict[int, TensorType] = dict(zip(graph.inputs, input_types, strict=True))
     for node in _live_operations(graph):
@@ -76,7 +85,7 @@ def infer_output_types(
             raise UnsupportedNode(f"{recorded!r} reads values of another graph")
         outputs = _infer(node.operation, [types[ref.id] for ref in node.inputs])  # type: ignore[union-attr]
         types.update(zip(node.outputs, outputs, strict=True))
-    return tuple(types[i] for i in graph.outputs)
+    return types
 
 
 def _live_operations(graph: Any) -> list[Any]:
