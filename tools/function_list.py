@@ -44,6 +44,7 @@ GROUPS = {
     "windows": "convolution and windows",
     "numpy_tail": "more of numpy",
     "special": "special functions",
+    "torch_creation": "PyTorch's names",
 }
 
 

@@ -1,5 +1,5 @@
 """The PyTorch training loop, unchanged: in-place updates, ``.grad`` in place, backward's
-arguments, gradient modes, and PyTorch's method spellings.
+arguments, gradient modes, PyTorch's method spellings and constructors.
 
 Expected values are what torch 2.13 gives, computed here with numpy (no torch at test time).
 """
@@ -303,3 +303,63 @@ def test_torch_method_spellings() -> None:
     assert x.var().item() == pytest.approx(a.var())  # numpy's meaning: ddof=0
     (g,) = tc.grad(tc.sum(x.clone().t().exp()), [x])
     np.testing.assert_allclose(g, np.exp(a))
+
+
+# ------------------------------------------------------------ torch's constructors
+
+
+def test_constructors_take_requires_grad_and_make_leaves() -> None:
+    made = [tc.zeros((2, 3), requires_grad=True), tc.ones(3, requires_grad=True),
+            tc.empty(2, requires_grad=True), tc.full(2, 0.5, requires_grad=True),
+            tc.eye(2, requires_grad=True), tc.zeros_like(np.ones(2), requires_grad=True),
+            tc.randn(2, 2, requires_grad=True), tc.rand(3, requires_grad=True)]  # fmt: skip
+    assert all(t.requires_grad and t.is_leaf for t in made)
+    assert not tc.zeros(2).requires_grad and not tc.randn(2).requires_grad
+    with pytest.raises(TypeError, match="zeros: only float and complex tensors can require"):
+        tc.zeros(3, dtype=np.int64, requires_grad=True)
+    with pytest.raises(TypeError, match="full: requires_grad=True makes a leaf"):
+        tc.full(2, leaf(1.0), requires_grad=True)
+
+
+def test_randn_and_rand_follow_manual_seed() -> None:
+    tc.manual_seed(7)
+    first = tc.randn(3, 4).numpy(), tc.rand((2,)).numpy()
+    tc.manual_seed(7)
+    again = tc.randn((3, 4)).numpy(), tc.rand(2).numpy()
+    for a, b in zip(first, again, strict=True):
+        np.testing.assert_array_equal(a, b)
+    want = np.random.default_rng(7)
+    np.testing.assert_array_equal(first[0], want.standard_normal((3, 4)))
+    np.testing.assert_array_equal(first[1], want.random((2,)))
+    assert first[0].dtype == np.float64 and tc.randn(2, dtype="float32").dtype == np.float32
+    assert np.all((first[1] >= 0.0) & (first[1] < 1.0))
+    for wrong, match in [(lambda: tc.randn(2, dtype=np.int64), "float dtype"),
+                         (lambda: tc.rand(-1), "non-negative integers"),
+                         (lambda: tc.randn(2.5), "non-negative integers")]:  # fmt: skip
+        with pytest.raises(TypeError, match=match):
+            wrong()
+    with pytest.raises(ValueError, match="manual_seed"):
+        tc.manual_seed(-1)
+
+
+def test_a_torch_style_step_with_cat_mm_and_add() -> None:
+    """``torch.randn(..., requires_grad=True)``, ``x.mm(w).add(b, alpha=2)``, ``cat`` on
+    ``dim``, ``from_numpy``: values and gradients as numpy computes them; no numpy name."""
+    tc.manual_seed(0)
+    w, b = tc.randn(3, 4, requires_grad=True), tc.zeros(4, requires_grad=True)
+    x = tc.from_numpy(np.linspace(-1.0, 1.0, 15).reshape(5, 3))
+    h = x.mm(w).add(b, alpha=2.0).tanh()
+    loss = tc.cat([h, h.mul(2.0).sub(b, alpha=0.5).div(3.0)], dim=1).sum()
+    loss.backward()
+    xv, wv = x.numpy(), w.detach().numpy()
+    t = np.tanh(xv @ wv)
+    np.testing.assert_allclose(loss.item(), np.sum(t) + np.sum(t * 2.0 / 3.0), rtol=1e-12)
+    dt = (1.0 + 2.0 / 3.0) * (1.0 - t**2)
+    np.testing.assert_allclose(w.grad, xv.T @ dt, rtol=1e-12)
+    np.testing.assert_allclose(b.grad, 2.0 * dt.sum(axis=0) - 0.5 / 3.0 * 5, rtol=1e-12)
+    assert x.matmul(w).shape == (5, 4)
+    with pytest.raises(TypeError, match="from_numpy: expected a numpy.ndarray"):
+        tc.from_numpy([1.0, 2.0])
+    import tidu_compile.numpy as tnp
+
+    assert not any(hasattr(tnp, n) for n in ("cat", "randn", "rand", "from_numpy"))

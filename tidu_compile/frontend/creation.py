@@ -11,6 +11,9 @@ of them (``start + i * step``), so the endpoints get their gradients.
 Tensors inside lists (``array([a, 2 * a])``, as autograd and JAX users write it) are
 stacked, so their gradients flow (``stack`` per nesting level, numbers made constants).
 ``empty`` and ``empty_like`` give zeros (a tensor's data is never uninitialized).
+PyTorch's ``requires_grad=True`` makes the constant a leaf that requires gradients
+(``zeros``, ``ones``, ``empty``, ``full`` of a number, ``eye`` and the ``*_like`` forms;
+float and complex dtypes only, as in PyTorch).
 """
 
 from __future__ import annotations
@@ -30,10 +33,16 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _constant(data: np.ndarray, name: str) -> Tensor:
+def _constant(data: np.ndarray, name: str, requires_grad: bool = False) -> Tensor:
+    """``data`` as a tensor: a constant, or with ``requires_grad`` (PyTorch's keyword) a
+    leaf that requires gradients."""
     if data.dtype == object:
         raise TypeError(f"{name}: cannot make a tensor of Python objects")
-    return Tensor(data)
+    if requires_grad and data.dtype.kind not in "fc":
+        raise TypeError(f"{name}: only float and complex tensors can require gradients "
+                        f"(requires_grad=True), this one is {data.dtype}")  # fmt: skip
+    tensor = Tensor(data)
+    return tensor.requires_grad_() if requires_grad else tensor
 
 
 def _static(value: Any, name: str, argument: str) -> Any:
@@ -89,25 +98,32 @@ def copy(a: Any) -> Tensor:
     return array(a)
 
 
-def zeros(shape: Any, dtype: Any = float) -> Tensor:
+def zeros(shape: Any, dtype: Any = float, *, requires_grad: bool = False) -> Tensor:
     """A constant tensor of zeros (default float64)."""
-    return _constant(np.zeros(_static(shape, "zeros", "shape"), dtype), "zeros")
+    data = np.zeros(_static(shape, "zeros", "shape"), dtype)
+    return _constant(data, "zeros", requires_grad)
 
 
-def ones(shape: Any, dtype: Any = float) -> Tensor:
+def ones(shape: Any, dtype: Any = float, *, requires_grad: bool = False) -> Tensor:
     """A constant tensor of ones (default float64)."""
-    return _constant(np.ones(_static(shape, "ones", "shape"), dtype), "ones")
+    return _constant(np.ones(_static(shape, "ones", "shape"), dtype), "ones", requires_grad)
 
 
-def empty(shape: Any, dtype: Any = float) -> Tensor:
+def empty(shape: Any, dtype: Any = float, *, requires_grad: bool = False) -> Tensor:
     """numpy's ``empty``: here zeros (a tensor's data is never uninitialized)."""
-    return _constant(np.zeros(_static(shape, "empty", "shape"), dtype), "empty")
+    data = np.zeros(_static(shape, "empty", "shape"), dtype)
+    return _constant(data, "empty", requires_grad)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
+def full(shape: Any, fill_value: Any, dtype: Any = None, *,
+         requires_grad: bool = False) -> Tensor:  # fmt: skip
     """A tensor of ``shape`` filled with ``fill_value`` (its dtype by numpy's rules); a
-    tensor ``fill_value`` is broadcast (recorded, so it keeps its gradient)."""
+    tensor ``fill_value`` is broadcast (recorded, so it keeps its gradient, and
+    ``requires_grad`` is refused: the result is not a leaf)."""
     shape = _static(shape, "full", "shape")
+    if requires_grad and contains_tensor(fill_value):
+        raise TypeError("full: requires_grad=True makes a leaf; a tensor fill_value is "
+                        "recorded (its gradient flows to it), so the result is none")
     if isinstance(fill_value, Tensor):
         value = fill_value if dtype is None else astype(fill_value, dtype)
         target = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
@@ -115,7 +131,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     if contains_tensor(fill_value):
         fill_value = array(fill_value)  # stacked: keeps the gradients
         return full(shape, fill_value, dtype)
-    return _constant(np.full(shape, fill_value, dtype), "full")
+    return _constant(np.full(shape, fill_value, dtype), "full", requires_grad)
 
 
 def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
@@ -124,31 +140,36 @@ def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
     return (like.shape if shape is None else shape), (like.dtype if dtype is None else dtype)
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Tensor:
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *,
+               requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Zeros with the shape and dtype of ``a`` (a constant, even for a tensor ``a``)."""
-    return zeros(*_like(a, dtype, shape))
+    return zeros(*_like(a, dtype, shape), requires_grad=requires_grad)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Tensor:
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *,
+              requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Ones with the shape and dtype of ``a`` (a constant)."""
-    return ones(*_like(a, dtype, shape))
+    return ones(*_like(a, dtype, shape), requires_grad=requires_grad)
 
 
-def empty_like(a: Any, dtype: Any = None, shape: Any = None) -> Tensor:
+def empty_like(a: Any, dtype: Any = None, shape: Any = None, *,
+               requires_grad: bool = False) -> Tensor:  # fmt: skip
     """Zeros with the shape and dtype of ``a`` (see ``empty``)."""
-    return zeros(*_like(a, dtype, shape))
+    return zeros(*_like(a, dtype, shape), requires_grad=requires_grad)
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Tensor:
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
+              requires_grad: bool = False) -> Tensor:  # fmt: skip
     """``fill_value`` with the shape and dtype of ``a``."""
     like_shape, like_dtype = _like(a, dtype, shape)
-    return full(like_shape, fill_value, like_dtype)
+    return full(like_shape, fill_value, like_dtype, requires_grad=requires_grad)
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float) -> Tensor:  # noqa: N803 - numpy's names
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, *,  # noqa: N803 - numpy's names
+        requires_grad: bool = False) -> Tensor:  # fmt: skip
     """The ``N`` x ``M`` matrix with ones on diagonal ``k``."""
     n, m, k = _static((N, M, k), "eye", "N, M, k")
-    return _constant(np.eye(n, m, k, dtype), "eye")
+    return _constant(np.eye(n, m, k, dtype), "eye", requires_grad)
 
 
 def identity(n: int, dtype: Any = float) -> Tensor:

@@ -30,6 +30,7 @@ from tidu_compile.frontend import (
     softmax,
     special,
     statistics,
+    torch_creation,
     windows,
 )
 
@@ -62,4 +63,5 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **{name: getattr(numpy_tail, name) for name in numpy_tail.__all__},
     **{name: getattr(special, name) for name in special.__all__},
     **{name: getattr(promotion, name) for name in _PUBLIC_PROMOTION},
+    **{name: getattr(torch_creation, name) for name in torch_creation.__all__},
 }  # fmt: skip

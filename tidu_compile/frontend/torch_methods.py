@@ -1,8 +1,9 @@
 """PyTorch's spellings of ``Tensor`` methods where numpy's ndarray has no conflicting
 meaning: ``unsqueeze``, ``permute``, ``view``, ``clone``, ``exp()``, ``pow()``,
 ``sqrt()``, ``abs()``, ``dim()``, ``numel()``, ``float()``, ``double()``, ``t()``,
-``clamp``, ``masked_fill``, ``contiguous()``, and the element functions as methods
-(``x.tanh()``, ``x.log()``...). Each calls the tidu_compile function of its meaning.
+``clamp``, ``masked_fill``, ``contiguous()``, ``mm``, ``matmul``, ``add``/``sub`` (with
+``alpha=``), ``mul``, ``div``, and the element functions as methods (``x.tanh()``,
+``x.log()``...). Each calls the tidu_compile function of its meaning.
 
 Where the two disagree the method keeps numpy's meaning (the README lists them):
 ``std``/``var`` (numpy: ``ddof=0``), ``max(axis)``/``min(axis)`` (numpy: the values
@@ -87,6 +88,17 @@ def _calls(function: str, doc: str) -> Callable[..., Any]:
     return method
 
 
+def _scaled(function: str) -> Callable[..., Any]:
+    """PyTorch's ``add``/``sub``: ``self + alpha * other`` (``subtract``: minus)."""
+
+    def method(self: Tensor, other: Any, *, alpha: Any = 1) -> Any:
+        scaled = other if alpha == 1 else FUNCTIONS["multiply"](other, alpha)
+        return FUNCTIONS[function](self, scaled)
+
+    method.__doc__ = f"``tidu_compile.{function}(self, alpha * other)`` (PyTorch's spelling)."
+    return method
+
+
 def _as(dtype: str) -> Callable[[Tensor], Tensor]:
     def method(self: Tensor) -> Tensor:
         return FUNCTIONS["astype"](self, dtype)  # type: ignore[no-any-return]
@@ -114,5 +126,11 @@ TORCH_METHODS: dict[str, Any] = {
     "float": _as("float32"),
     "double": _as("float64"),
     "contiguous": lambda self: self,
+    "mm": _calls("matmul", "``self @ other`` (PyTorch's ``mm``)."),
+    "matmul": _calls("matmul", "``self @ other`` (PyTorch's ``matmul``)."),
+    "add": _scaled("add"),
+    "sub": _scaled("subtract"),
+    "mul": _calls("multiply", "``self * other`` (PyTorch's ``mul``)."),
+    "div": _calls("divide", "``self / other`` (PyTorch's ``div``)."),
     **{name: _calls(name, f"``tidu_compile.{name}(self)``.") for name in _ELEMENT_METHODS},
 }
