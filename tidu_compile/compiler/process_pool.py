@@ -419,6 +419,8 @@ def _serve(conn: Connection) -> None:
                 reply = ("error", error)
         try:
             conn.send(reply)
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the parent is gone (it exited mid-compile): no one to answer
         except Exception as error:  # noqa: BLE001 - a result that does not pickle
             conn.send(("error", RuntimeError(f"{type(error).__name__}: {error}")))
 

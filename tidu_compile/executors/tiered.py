@@ -118,10 +118,16 @@ class Tiered:
             self.followers.remove(submitted)
         for leader in submitted.leaders:  # into the executor's shape classes
             self._adopt(leader)
-        own = self._submitted(submitted.shape_class, submitted.name)
-        if own is not None:  # submitted itself meanwhile (``start_followers``)
-            return self._own(own) if own.ready() else own
         keys = submitted.keys or Keys.of(submitted.program)
+        # A follower submitted without keys is named by its program's text; its own
+        # submission (``start_followers``, below) by its digest: look for both.
+        for name in dict.fromkeys((submitted.name, keys.digest)):
+            own = self._submitted(submitted.shape_class, name)
+            if own is not None:  # submitted itself meanwhile (``start_followers``)
+                return self._own(own) if own.ready() else own
+            got = self.collected.get(name)
+            if got is not None:
+                return got
         found = self.artifacts.load(submitted.program, keys)
         if found is None:
             # Follow the class's programs in flight now (submitted meanwhile), else be
