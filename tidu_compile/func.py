@@ -43,6 +43,7 @@ from tidu_compile.batching import BatchTrace, vmap
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.composite_grad import fused_value_and_grad
 from tidu_compile.eager import Trace
+from tidu_compile.frontend.autograd import run_backward, user_array
 from tidu_compile.frontend.higher_order import backward_recorded, push_tangents
 from tidu_compile.frontend.namespace import FUNCTIONS
 from tidu_compile.frontend.state import (
@@ -237,6 +238,33 @@ def _gradients(
     return trees
 
 
+def _unobserved(out: Tensor, variables: list[list[Tensor]]) -> bool:
+    """Whether nothing outside the transform can differentiate its result: every
+    variable is a fresh leaf (no outer transform tracks an argument) and ``out`` depends
+    on no tracked tensor but them (none closed over)."""
+    inner = _inner_keys(variables)
+    return len(inner) == sum(map(len, variables)) and not _depends_on_outer(out, inner)
+
+
+def _plain_gradients(
+    out: Tensor,
+    seed: Tensor,
+    variables: list[list[Tensor]],
+    rebuilders: list[Callable[[list[Any]], Tree]],
+) -> list[Tree]:
+    """``_gradients`` when ``_unobserved``: one backward of the tape, not recorded (as
+    ``tc.grad``), its saved values freed after it; values without history."""
+    keys = {v._key for fresh in variables for v in fresh}
+    cotangents = run_backward(out, seed._data, None, False, keys) if out.requires_grad else {}
+    taken: set[int] = set()
+    trees = []
+    for fresh, rebuild in zip(variables, rebuilders, strict=True):
+        found = [cotangents.get(v._key) for v in fresh]
+        trees.append(rebuild([_zeros_like(v) if c is None else Tensor(user_array(c, v.dtype, taken))
+                              for v, c in zip(fresh, found, strict=True)]))  # fmt: skip
+    return trees
+
+
 def _scalar_output(out: Any, name: str) -> Tensor:
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}: the function must return a Tensor, got {type(out).__name__}")
@@ -265,8 +293,12 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> C
         call_args, variables, rebuilders = _with_variables(args, numbers, "value_and_grad")
         out = _scalar_output(f(*call_args), "value_and_grad")
         seed = Tensor(np.ones((), dtype=out.dtype))
-        trees = _gradients([(out, seed)], variables, rebuilders)
-        value, gradients = _released((out, trees), _inner_keys(variables))
+        if _unobserved(out, variables):  # not nested: a plain backward, as tc.grad's
+            value, gradients = Tensor(out._data), _plain_gradients(out, seed, variables,
+                                                                   rebuilders)  # fmt: skip
+        else:
+            trees = _gradients([(out, seed)], variables, rebuilders)
+            value, gradients = _released((out, trees), _inner_keys(variables))
         return value, gradients[0] if isinstance(argnums, int) else tuple(gradients)
 
     transformed.vmap_rule = lambda *axes: batched_value_and_grad(  # type: ignore[attr-defined]
