@@ -21,6 +21,9 @@ here: every tidu op is `Pure`.
 | broadcast_in_dim    | same type -> operand; of a broadcast_in_dim -> one broadcast   |
 | reshape             | same type -> operand; of a reshape -> one reshape              |
 | transpose           | a no-op -> operand; of a transpose -> one transpose            |
+| dot_general         | real, no batch dimensions, every contracted one of extent 1    |
+|                     | (an outer product) -> `broadcast(lhs) * broadcast(rhs)`, each  |
+|                     | reshaped to its free dimensions first (so it fuses)            |
 
 Before:
 
@@ -67,7 +70,7 @@ from .tidu_elementwise import (
     ShiftOp,
     UnaryElementwiseOperation,
 )
-from .tidu_shape import BroadcastInDimOp, ReshapeOp, TransposeOp
+from .tidu_shape import BroadcastInDimOp, DotGeneralOp, ReshapeOp, TransposeOp
 from .tidu_table import op_class  # sqrt and div are generated from the op table
 
 
@@ -236,6 +239,35 @@ class FoldTranspose(RewritePattern):
             rewriter.replace(op, TransposeOp(source, permutation))
 
 
+class OuterProduct(RewritePattern):
+    """A real contraction with no batch dimensions whose contracted dimensions all have
+    extent 1 -> the product of the two operands broadcast to the result (lhs free
+    dimensions first, then rhs's: `dot_general`'s order); each operand is reshaped to
+    its free dimensions when it has contracted ones. An elementwise product fuses with
+    its neighbours; BLAS would make a `k = 1` product a pass of its own."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: DotGeneralOp, rewriter: PatternRewriter, /) -> None:
+        if array_values(op.lhs_batch) or not is_real_element(element_type(op.result.type)):
+            return
+        sides = ((op.lhs, array_values(op.lhs_contracting)),
+                 (op.rhs, array_values(op.rhs_contracting)))  # fmt: skip
+        if any(_shape(value.type)[d] != 1 for value, dims in sides for d in dims):
+            return
+        shape, start = _shape(op.result.type), 0
+        new_ops: list[Operation] = []
+        factors: list[SSAValue] = []
+        for value, dims in sides:
+            free = tuple(s for d, s in enumerate(_shape(value.type)) if d not in dims)
+            if dims:
+                new_ops.append(ReshapeOp(value, free))
+                value = new_ops[-1].results[0]
+            new_ops.append(BroadcastInDimOp(value, range(start, start + len(free)), shape))
+            factors.append(new_ops[-1].results[0])
+            start += len(free)
+        rewriter.replace(op, [*new_ops, MulOp(*factors)])
+
+
 def _shape(type_: object) -> tuple[int, ...]:
     assert isinstance(type_, TensorType)
     return type_.get_shape()
@@ -252,6 +284,7 @@ PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {
     BroadcastInDimOp: (DropSameType(), FoldBroadcast()),
     ReshapeOp: (DropSameType(), FoldReshape()),
     TransposeOp: (FoldTranspose(),),
+    DotGeneralOp: (OuterProduct(),),
 }
 """Op class -> its canonicalization patterns (what `TiduCanonicalization` returns)."""
 
@@ -266,6 +299,7 @@ __all__ = [
     "FoldReshape",
     "FoldTranspose",
     "NegNeg",
+    "OuterProduct",
     "ScaleOneOrScale",
     "ShiftZero",
     "is_noop_permutation",

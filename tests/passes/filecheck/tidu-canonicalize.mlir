@@ -204,6 +204,31 @@ func.func @transpose_transpose(%k: tensor<2x3x4xf64>) -> (tensor<3x4x2xf64>, ten
   func.return %b, %c : tensor<3x4x2xf64>, tensor<2x3x4xf64>
 }
 
+// A real contraction over extent-1 dimensions, no batch: an outer product, as a
+// broadcast multiply (each operand reshaped to its free dimensions first); a true
+// contraction, a batched one and a complex one stay.
+// CHECK-LABEL: func.func @outer_product(%a: tensor<4x1xf64>, %b: tensor<3x1xf64>, %v: tensor<4xf64>, %m: tensor<4x2xf64>, %i: tensor<4x1xcomplex<f64>>, %n: tensor<2x4x1xf64>)
+// CHECK-NEXT:    %[[A:.*]] = tidu.reshape %a : tensor<4x1xf64> -> tensor<4xf64>
+// CHECK-NEXT:    %[[AB:.*]] = tidu.broadcast_in_dim %[[A]], dims = [0] : tensor<4xf64> -> tensor<4x3xf64>
+// CHECK-NEXT:    %[[B:.*]] = tidu.reshape %b : tensor<3x1xf64> -> tensor<3xf64>
+// CHECK-NEXT:    %[[BB:.*]] = tidu.broadcast_in_dim %[[B]], dims = [1] : tensor<3xf64> -> tensor<4x3xf64>
+// CHECK-NEXT:    %[[P:.*]] = tidu.mul %[[AB]], %[[BB]] : tensor<4x3xf64>
+// CHECK-NEXT:    %[[VB:.*]] = tidu.broadcast_in_dim %v, dims = [0] : tensor<4xf64> -> tensor<4x4x2xf64>
+// CHECK-NEXT:    %[[MB:.*]] = tidu.broadcast_in_dim %m, dims = [1, 2] : tensor<4x2xf64> -> tensor<4x4x2xf64>
+// CHECK-NEXT:    %[[Q:.*]] = tidu.mul %[[VB]], %[[MB]] : tensor<4x4x2xf64>
+// CHECK-NEXT:    %c = tidu.dot_general %m, %m, batch = [] x [], contracting = [1] x [1]
+// CHECK-NEXT:    %d = tidu.dot_general %i, %i,
+// CHECK-NEXT:    %e = tidu.dot_general %n, %n, batch = [0] x [0], contracting = [2] x [2]
+// CHECK-NEXT:    func.return %[[P]], %[[Q]], %c, %d, %e
+func.func @outer_product(%a: tensor<4x1xf64>, %b: tensor<3x1xf64>, %v: tensor<4xf64>, %m: tensor<4x2xf64>, %i: tensor<4x1xcomplex<f64>>, %n: tensor<2x4x1xf64>) -> (tensor<4x3xf64>, tensor<4x4x2xf64>, tensor<4x4xf64>, tensor<4x4xcomplex<f64>>, tensor<2x4x4xf64>) {
+  %p = tidu.dot_general %a, %b, batch = [] x [], contracting = [1] x [1] : tensor<4x1xf64>, tensor<3x1xf64> -> tensor<4x3xf64>
+  %q = tidu.dot_general %v, %m, batch = [] x [], contracting = [] x [] : tensor<4xf64>, tensor<4x2xf64> -> tensor<4x4x2xf64>
+  %c = tidu.dot_general %m, %m, batch = [] x [], contracting = [1] x [1] : tensor<4x2xf64>, tensor<4x2xf64> -> tensor<4x4xf64>
+  %d = tidu.dot_general %i, %i, batch = [] x [], contracting = [1] x [1] : tensor<4x1xcomplex<f64>>, tensor<4x1xcomplex<f64>> -> tensor<4x4xcomplex<f64>>
+  %e = tidu.dot_general %n, %n, batch = [0] x [0], contracting = [2] x [2] : tensor<2x4x1xf64>, tensor<2x4x1xf64> -> tensor<2x4x4xf64>
+  func.return %p, %q, %c, %d, %e : tensor<4x3xf64>, tensor<4x4x2xf64>, tensor<4x4xf64>, tensor<4x4xcomplex<f64>>, tensor<2x4x4xf64>
+}
+
 // Scalars inside a kernel body are canonicalized too.
 // CHECK-LABEL: func.func @in_kernel(%x: tensor<4xf64>)
 // CHECK:         ^bb0(%a: f64):
