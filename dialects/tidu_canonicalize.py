@@ -21,7 +21,9 @@ here: every tidu op is `Pure`.
 | broadcast_in_dim    | same type -> operand; of a broadcast_in_dim -> one broadcast   |
 | reshape             | same type -> operand; of a reshape -> one reshape              |
 | transpose           | a no-op -> operand; of a transpose -> one transpose            |
-| dot_general         | real, no batch dimensions, every contracted one of extent 1    |
+| dot_general         | of a transpose -> of its operand, the dimension numbers mapped |
+|                     | (when the free dimensions keep their order)                    |
+|                     | real, no batch dimensions, every contracted one of extent 1    |
 |                     | (an outer product) -> `broadcast(lhs) * broadcast(rhs)`, each  |
 |                     | reshaped to its free dimensions first (so it fuses)            |
 
@@ -239,6 +241,33 @@ class FoldTranspose(RewritePattern):
             rewriter.replace(op, TransposeOp(source, permutation))
 
 
+class FoldTransposedOperand(RewritePattern):
+    """A contraction of a transpose -> of the transpose's operand: `t = transpose(a, p)`
+    has `t.dim[d] = a.dim[p[d]]`, so contracting (batching) `t`'s `d` is contracting
+    `a`'s `p[d]`; exact when `p` keeps the free dimensions in order (they give the
+    result's dimensions in increasing order): a matrix's transpose always does."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: DotGeneralOp, rewriter: PatternRewriter, /) -> None:
+        numbers = [[array_values(op.lhs_contracting), array_values(op.lhs_batch)],
+                   [array_values(op.rhs_contracting), array_values(op.rhs_batch)]]  # fmt: skip
+        operands = [op.lhs, op.rhs]
+        for side, value in enumerate(operands):
+            inner = value.owner
+            if not isinstance(inner, TransposeOp):
+                continue
+            permutation = array_values(inner.permutation)
+            used = {*numbers[side][0], *numbers[side][1]}
+            free = [permutation[d] for d in range(len(permutation)) if d not in used]
+            if free != sorted(free):
+                continue
+            operands[side] = inner.operand
+            numbers[side] = [[permutation[d] for d in dims] for dims in numbers[side]]
+        if operands != [op.lhs, op.rhs]:
+            (lc, lb), (rc, rb) = numbers
+            rewriter.replace(op, DotGeneralOp(*operands, lc, rc, lb, rb))
+
+
 class OuterProduct(RewritePattern):
     """A real contraction with no batch dimensions whose contracted dimensions all have
     extent 1 -> the product of the two operands broadcast to the result (lhs free
@@ -284,7 +313,7 @@ PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {
     BroadcastInDimOp: (DropSameType(), FoldBroadcast()),
     ReshapeOp: (DropSameType(), FoldReshape()),
     TransposeOp: (FoldTranspose(),),
-    DotGeneralOp: (OuterProduct(),),
+    DotGeneralOp: (FoldTransposedOperand(), OuterProduct()),
 }
 """Op class -> its canonicalization patterns (what `TiduCanonicalization` returns)."""
 
@@ -298,6 +327,7 @@ __all__ = [
     "FoldPow",
     "FoldReshape",
     "FoldTranspose",
+    "FoldTransposedOperand",
     "NegNeg",
     "OuterProduct",
     "ScaleOneOrScale",

@@ -1,5 +1,6 @@
 """The LAPACK kernels of the solves: ``cholesky`` (``potrf``), ``triangular_solve``
-(``trsm``), ``solve`` (``getrf`` + ``getrs``) and ``slogdet`` (``getrf``).
+(``trsm``), ``solve`` (``getrf`` + ``getrs``) and ``slogdet`` (``getrf``); and the
+product of a Cholesky factor with a matrix (``trmm``).
 
 Each ``*_kernel(op)`` gives the workspace sizes and the body of the op's kernel
 (``tidu-lower-linalg`` makes the function and the call). A row-major matrix is
@@ -21,7 +22,8 @@ from tidu_compile.ops.linalg import Cholesky, Slogdet, Solve, TriangularSolve
 from .lapack_kernels import I32, INDEX, Buffers, Emitter, LapackKernel, matrices, routine
 
 __all__ = [
-    "cholesky_kernel", "slogdet_kernel", "solve_kernel", "triangular_solve_kernel",
+    "cholesky_kernel", "factor_product_kernel", "slogdet_kernel", "solve_kernel",
+    "triangular_solve_kernel",
 ]  # fmt: skip
 
 
@@ -82,6 +84,27 @@ def triangular_solve_kernel(op: TriangularSolve) -> LapackKernel:
                           e.word(w, 7), e.element_at(x, base_x), e.word(w, 8)])  # fmt: skip
 
         e.each(matrices(op.a_shape), matrix)
+
+    return LapackKernel(9, 1, body)
+
+
+def factor_product_kernel(n: int, k: int, transpose: bool) -> LapackKernel:
+    """``Y = op(L) X`` for a lower-triangular ``n x n`` ``L`` whose strict upper triangle
+    is zero (a Cholesky factor: ``op(L) = Lᵀ`` when ``transpose``) and ``n x k`` ``X``:
+    ``Y = X`` then ``trmm('R', 'U', op, 'N', k, n, 1, L, n, Y, k)`` (``Yᵀ = Xᵀ op(L)ᵀ``
+    with ``L``'s row-major memory LAPACK's upper-triangular ``Lᵀ``); half a matrix
+    product's work, the zeros not read."""
+
+    def body(e: Emitter, b: Buffers, module: ModuleOp) -> None:
+        trmm = routine(module, e, "trmm", 11)
+        w = b.words
+        e.store_words(w, {0: 0, 1: "R", 2: "U", 3: "T" if transpose else "N", 4: "N", 5: k,
+                          6: n, 7: max(1, n), 8: max(1, k)})  # fmt: skip
+        e.store(e.real(1.0), b.scratch, e.index(0))
+        factor, rhs, y = b.inputs[0], b.inputs[1], b.outputs[0]
+        e.copy(rhs, y, e.index(0), n * k)
+        e.call(trmm, [e.word(w, 1), e.word(w, 2), e.word(w, 3), e.word(w, 4), e.word(w, 5),
+                      e.word(w, 6), b.scratch, factor, e.word(w, 7), y, e.word(w, 8)])  # fmt: skip
 
     return LapackKernel(9, 1, body)
 

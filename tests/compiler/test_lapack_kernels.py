@@ -86,6 +86,36 @@ def test_gp_likelihood_runs_the_factorisations_natively() -> None:
     errors = {s.status_error for s in steps if isinstance(s, KernelStep) and s.status_error}
     assert errors == {ops.Cholesky.status_error, ops.TriangularSolve.status_error,
                       ops.Solve.status_error}  # fmt: skip
+    # between the LAPACK kernels: the triangles, transposes and outer products fused,
+    # the factor's products with the cotangents trmm kernels
+    between = {type(s.op).__name__ for s in steps if isinstance(s, LibraryStep)}
+    assert between <= {"Reshape"}, between
+
+
+def _factor_products(a: Any, x: Any, w: Any) -> Any:
+    factor = tnp.linalg.cholesky(a)
+    return tnp.sum(w * (factor.T @ x)) + tnp.sum(w * (factor @ x))
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), [("float64", 1e-12), ("float32", 1e-4)])
+def test_products_with_a_cholesky_factor_run_as_trmm(dtype: str, rtol: float) -> None:
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((6, 6))
+    args = [(m @ m.T + 6 * np.eye(6)).astype(dtype), rng.standard_normal((6, 4)).astype(dtype),
+            rng.standard_normal((6, 4)).astype(dtype)]  # fmt: skip
+    compiled = CompiledExecutor(False, background=False)
+    loss = tc.function(_factor_products)
+    for _ in range(2):
+        value, grads = _run(compiled, loss, args, (0, 1))
+    expected, expected_grads = _run(tc.ReferenceExecutor(), _factor_products, args, (0, 1))
+    np.testing.assert_allclose(value, expected, rtol=rtol)
+    for got, want in zip(grads, expected_grads, strict=True):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+    forward = [p.plan for p in compiled._graph_plans.values() if hasattr(p, "plan")]  # noqa: SLF001
+    steps = [step for plan in forward for step in plan.steps]
+    assert steps and not [s for s in steps if isinstance(s, LibraryStep)
+                          and isinstance(s.op, ops.DotGeneral)]  # fmt: skip
+    assert compiled.stats.fallbacks == 0
 
 
 def _single(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:

@@ -104,3 +104,31 @@ func.func @factor(%a: tensor<3x2xcomplex<f64>>) -> (tensor<3x2xcomplex<f64>>, te
   %q, %r = tidu.qr %a : tensor<3x2xcomplex<f64>> -> (tensor<3x2xcomplex<f64>>, tensor<2x2xcomplex<f64>>)
   func.return %q, %r : tensor<3x2xcomplex<f64>>, tensor<2x2xcomplex<f64>>
 }
+
+// -----
+
+// A Cholesky factor's products with a matrix, Lᵀ X and L X: trmm kernels (no
+// status), from the right ('R' = 82) on LAPACK's upper-triangular Lᵀ ('U' = 85),
+// transposed ('T' = 84) or not ('N' = 78), m = k = 3, n = 4; X L stays a contraction.
+// CHECK-LABEL: func.func @products(%a: tensor<4x4xf64>, %x: tensor<4x3xf64>)
+// CHECK:         func.call @products_lapack2(%{{.*}}) {tidu.status_output = 1 : i64
+// CHECK:         func.call @products_lapack0(%{{.*}}) : (memref<4x4xf64>, memref<4x3xf64>, memref<4x3xf64>, memref<9xi32>, memref<1xf64>) -> ()
+// CHECK-NEXT:    %p = bufferization.to_tensor
+// CHECK:         func.call @products_lapack1(%{{.*}}) : (memref<4x4xf64>, memref<4x3xf64>, memref<4x3xf64>, memref<9xi32>, memref<1xf64>) -> ()
+// CHECK-NEXT:    %q = bufferization.to_tensor
+// CHECK-NEXT:    %r = tidu.dot_general %x, %l
+// CHECK:       func.func @products_lapack0(
+// CHECK-DAG:     arith.constant 84 : i32
+// CHECK-DAG:     arith.constant 85 : i32
+// CHECK-DAG:     arith.constant 82 : i32
+// CHECK:         func.call @tidu_lapack_lp64_dtrmm(
+// CHECK:       func.func @products_lapack1(
+// CHECK-NOT:     arith.constant 84 : i32
+// CHECK:         func.call @tidu_lapack_lp64_dtrmm(
+func.func @products(%a: tensor<4x4xf64>, %x: tensor<4x3xf64>) -> (tensor<4x3xf64>, tensor<4x3xf64>, tensor<3x4xf64>) {
+  %l = tidu.cholesky %a : tensor<4x4xf64> -> tensor<4x4xf64>
+  %p = tidu.dot_general %l, %x, batch = [] x [], contracting = [0] x [0] : tensor<4x4xf64>, tensor<4x3xf64> -> tensor<4x3xf64>
+  %q = tidu.dot_general %l, %x, batch = [] x [], contracting = [1] x [0] : tensor<4x4xf64>, tensor<4x3xf64> -> tensor<4x3xf64>
+  %r = tidu.dot_general %x, %l, batch = [] x [], contracting = [0] x [0] : tensor<4x3xf64>, tensor<4x4xf64> -> tensor<3x4xf64>
+  func.return %p, %q, %r : tensor<4x3xf64>, tensor<4x3xf64>, tensor<3x4xf64>
+}
