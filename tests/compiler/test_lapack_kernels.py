@@ -138,6 +138,12 @@ def _solves(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:
         tsl.solve_triangular(lower, b, lower=True),
         tsl.solve_triangular(tnp.transpose(lower), b, lower=False, trans=1),
         tsl.solve_triangular(lower, b, lower=True, unit_diagonal=True),
+        # one right-hand side (trsv), with each flag
+        tsl.solve_triangular(lower, b[:, 0], lower=True),
+        tsl.solve_triangular(lower, b[:, 1], lower=True, trans=1),
+        tsl.solve_triangular(tnp.transpose(lower), b[:, 2], lower=False),
+        tsl.solve_triangular(tnp.transpose(lower), b[:, 0], lower=False, trans=1),
+        tsl.solve_triangular(lower, b[:, 1], lower=True, unit_diagonal=True),
         tnp.linalg.solve(a, b),
         tnp.linalg.inv(a) @ b,
         tnp.linalg.det(a) * b,
