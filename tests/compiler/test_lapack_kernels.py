@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy
-from tidu_compile.passes import lapack_kernels
+from tidu_compile.passes import lapack_kernels, lapack_solves
 from xdsl.parser import Parser
 
 import tidu_compile as tc
@@ -116,6 +116,45 @@ def test_products_with_a_cholesky_factor_run_as_trmm(dtype: str, rtol: float) ->
     assert steps and not [s for s in steps if isinstance(s, LibraryStep)
                           and isinstance(s.op, ops.DotGeneral)]  # fmt: skip
     assert compiled.stats.fallbacks == 0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("n", "batch"), [(150, ()), (130, (2,))])
+def test_a_large_triangular_solve_is_blocked_and_agrees_with_scipy(
+    n: int, batch: tuple[int, ...], dtype: str
+) -> None:
+    """Past ``SOLVE_BLOCK`` a solve is trsm on diagonal blocks and gemm updates: every
+    flag (lower/upper, transposed, unit diagonal), uneven halves, a batch."""
+    assert n > 2 * lapack_solves.SOLVE_BLOCK
+    rng = np.random.default_rng(5)
+    lower = np.tril(rng.standard_normal((*batch, n, n))) + 4 * np.eye(n)
+    rhs = rng.standard_normal((*batch, n, 5))
+    flags = [(up, trans, unit)
+             for up in (False, True) for trans in (0, 1) for unit in (False, True)]  # fmt: skip
+
+    def solves(a: Any, b: Any) -> Any:
+        return [tsl.solve_triangular(tnp.swapaxes(a, -1, -2) if up else a, b, lower=not up,
+                                     trans=trans, unit_diagonal=unit)
+                for up, trans, unit in flags]  # fmt: skip
+
+    compiled = CompiledExecutor(False, background=False)
+    traced = tc.function(solves)
+    with tc.use_executor(compiled):
+        for _ in range(2):  # traced, then replayed as one program (compiled: it records)
+            got = traced(tc.tensor(lower.astype(dtype), requires_grad=True),
+                         tc.tensor(rhs.astype(dtype)))  # fmt: skip
+    assert compiled.stats.compiles > 0
+    tolerance = 1e-10 if dtype == "float64" else 2e-3
+    for (up, trans, unit), value in zip(flags, got, strict=True):
+        matrix = np.swapaxes(lower, -1, -2) if up else lower
+        for index in np.ndindex(*batch):
+            want = scipy.linalg.solve_triangular(matrix[index], rhs[index], lower=not up,
+                                                 trans=trans, unit_diagonal=unit)  # fmt: skip
+            np.testing.assert_allclose(value.detach().numpy()[index], want, rtol=tolerance,
+                                       atol=tolerance, err_msg=f"{up} {trans} {unit}")  # fmt: skip
+    steps = [s for plan in _plans(compiled) for s in plan.steps]
+    assert not [s for s in steps if isinstance(s, LibraryStep)
+                and isinstance(s.op, ops.TriangularSolve)]  # fmt: skip
 
 
 def _single(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:
@@ -245,10 +284,11 @@ def test_a_failed_factorisation_raises_the_library_error(
 ) -> None:
     compiled = CompiledExecutor(False, background=False)
     traced = tc.function(lambda a: tnp.sum(function(a)))
-    with tc.use_executor(compiled):
-        traced(tc.tensor(np.eye(3) * 2.0))  # traced and compiled on a good matrix
+    with tc.use_executor(compiled):  # a call that records runs the compiled program
+        traced(tc.tensor(np.eye(3) * 2.0, requires_grad=True))  # traced on a good matrix
         with pytest.raises(np.linalg.LinAlgError) as native:
-            traced(tc.tensor(bad))
+            traced(tc.tensor(bad, requires_grad=True))
+    assert compiled.stats.compiles > 0
     with pytest.raises(np.linalg.LinAlgError) as library, tc.use_executor(tc.ReferenceExecutor()):
         tnp.sum(function(tc.tensor(bad)))
     assert str(native.value) == message == str(library.value)

@@ -141,3 +141,23 @@ func.func @products(%a: tensor<4x4xf64>, %x: tensor<4x3xf64>) -> (tensor<4x3xf64
   %r = tidu.dot_general %x, %l, batch = [] x [], contracting = [0] x [0] : tensor<4x3xf64>, tensor<4x4xf64> -> tensor<3x4xf64>
   func.return %p, %q, %r : tensor<4x3xf64>, tensor<4x3xf64>, tensor<3x4xf64>
 }
+
+// -----
+
+// Past SOLVE_BLOCK (64) a solve is split in halves: trsm on each diagonal block, a gemm
+// update between them (alpha -1.0 in %fws[1]); 130 = 65 + 65, each half 32 + 33.
+// CHECK-LABEL: func.func @blocked_lapack0(
+// CHECK:         arith.constant -1.000000e+00 : f64
+// CHECK:         func.call @tidu_lapack_lp64_dtrsm(
+// CHECK:         func.call @tidu_lapack_lp64_dgemm(
+// CHECK:         func.call @tidu_lapack_lp64_dtrsm(
+// CHECK:         func.call @tidu_lapack_lp64_dgemm(
+// CHECK:         func.call @tidu_lapack_lp64_dtrsm(
+// CHECK:         func.call @tidu_lapack_lp64_dgemm(
+// CHECK:         func.call @tidu_lapack_lp64_dtrsm(
+// CHECK-NOT:     func.call
+// CHECK:         func.return
+func.func @blocked(%l: tensor<130x130xf64>, %b: tensor<130x2xf64>) -> tensor<130x2xf64> {
+  %x = tidu.triangular_solve %l, %b unit_diagonal : tensor<130x130xf64>, tensor<130x2xf64> -> tensor<130x2xf64>
+  func.return %x : tensor<130x2xf64>
+}
