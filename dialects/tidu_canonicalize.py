@@ -249,8 +249,10 @@ class FoldTransposedOperand(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: DotGeneralOp, rewriter: PatternRewriter, /) -> None:
-        numbers = [[array_values(op.lhs_contracting), array_values(op.lhs_batch)],
-                   [array_values(op.rhs_contracting), array_values(op.rhs_batch)]]  # fmt: skip
+        numbers: list[list[tuple[int, ...]]] = [
+            [array_values(op.lhs_contracting), array_values(op.lhs_batch)],
+            [array_values(op.rhs_contracting), array_values(op.rhs_batch)],
+        ]
         operands = [op.lhs, op.rhs]
         for side, value in enumerate(operands):
             inner = value.owner
@@ -262,10 +264,10 @@ class FoldTransposedOperand(RewritePattern):
             if free != sorted(free):
                 continue
             operands[side] = inner.operand
-            numbers[side] = [[permutation[d] for d in dims] for dims in numbers[side]]
+            numbers[side] = [tuple(permutation[d] for d in dims) for dims in numbers[side]]
         if operands != [op.lhs, op.rhs]:
             (lc, lb), (rc, rb) = numbers
-            rewriter.replace(op, DotGeneralOp(*operands, lc, rc, lb, rb))
+            rewriter.replace(op, DotGeneralOp(operands[0], operands[1], lc, rc, lb, rb))
 
 
 class OuterProduct(RewritePattern):

@@ -101,9 +101,10 @@ def triangular_solve_kernel(op: TriangularSolve) -> LapackKernel:
     # M = op(Aᵀ as LAPACK holds it) is upper when uplo 'U' is not transposed
     blocks = [] if vector else solve_blocks(n, (uplo == "U") == (transpose == "N"))
     updates = len(blocks) > 1  # -1.0, gemm's alpha, beside trsm's 1.0 in %fws
+    values: list[int | str] = ["R", "N", uplo, transpose, diagonal, n, max(1, k)]
+    values += [v for block in blocks for v in block[1::2] if v]  # the blocks' sizes
     slots: dict[int | str, int] = {}
-    for value in ["R", "N", uplo, transpose, diagonal, n, max(1, k), *(
-            v for block in blocks for v in block if v)]:  # fmt: skip
+    for value in values:
         slots.setdefault(value, len(slots) + 1)
 
     def body(e: Emitter, b: Buffers, module: ModuleOp) -> None:
