@@ -21,6 +21,11 @@ here: every tidu op is `Pure`.
 | broadcast_in_dim    | same type -> operand; of a broadcast_in_dim -> one broadcast   |
 | reshape             | same type -> operand; of a reshape -> one reshape              |
 | transpose           | a no-op -> operand; of a transpose -> one transpose            |
+| dot_general         | of a transpose -> of its operand, the dimension numbers mapped |
+|                     | (when the free dimensions keep their order)                    |
+|                     | real, no batch dimensions, every contracted one of extent 1    |
+|                     | (an outer product) -> `broadcast(lhs) * broadcast(rhs)`, each  |
+|                     | reshaped to its free dimensions first (so it fuses)            |
 
 Before:
 
@@ -67,7 +72,7 @@ from .tidu_elementwise import (
     ShiftOp,
     UnaryElementwiseOperation,
 )
-from .tidu_shape import BroadcastInDimOp, ReshapeOp, TransposeOp
+from .tidu_shape import BroadcastInDimOp, DotGeneralOp, ReshapeOp, TransposeOp
 from .tidu_table import op_class  # sqrt and div are generated from the op table
 
 
@@ -236,6 +241,64 @@ class FoldTranspose(RewritePattern):
             rewriter.replace(op, TransposeOp(source, permutation))
 
 
+class FoldTransposedOperand(RewritePattern):
+    """A contraction of a transpose -> of the transpose's operand: `t = transpose(a, p)`
+    has `t.dim[d] = a.dim[p[d]]`, so contracting (batching) `t`'s `d` is contracting
+    `a`'s `p[d]`; exact when `p` keeps the free dimensions in order (they give the
+    result's dimensions in increasing order): a matrix's transpose always does."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: DotGeneralOp, rewriter: PatternRewriter, /) -> None:
+        numbers: list[list[tuple[int, ...]]] = [
+            [array_values(op.lhs_contracting), array_values(op.lhs_batch)],
+            [array_values(op.rhs_contracting), array_values(op.rhs_batch)],
+        ]
+        operands = [op.lhs, op.rhs]
+        for side, value in enumerate(operands):
+            inner = value.owner
+            if not isinstance(inner, TransposeOp):
+                continue
+            permutation = array_values(inner.permutation)
+            used = {*numbers[side][0], *numbers[side][1]}
+            free = [permutation[d] for d in range(len(permutation)) if d not in used]
+            if free != sorted(free):
+                continue
+            operands[side] = inner.operand
+            numbers[side] = [tuple(permutation[d] for d in dims) for dims in numbers[side]]
+        if operands != [op.lhs, op.rhs]:
+            (lc, lb), (rc, rb) = numbers
+            rewriter.replace(op, DotGeneralOp(operands[0], operands[1], lc, rc, lb, rb))
+
+
+class OuterProduct(RewritePattern):
+    """A real contraction with no batch dimensions whose contracted dimensions all have
+    extent 1 -> the product of the two operands broadcast to the result (lhs free
+    dimensions first, then rhs's: `dot_general`'s order); each operand is reshaped to
+    its free dimensions when it has contracted ones. An elementwise product fuses with
+    its neighbours; BLAS would make a `k = 1` product a pass of its own."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: DotGeneralOp, rewriter: PatternRewriter, /) -> None:
+        if array_values(op.lhs_batch) or not is_real_element(element_type(op.result.type)):
+            return
+        sides = ((op.lhs, array_values(op.lhs_contracting)),
+                 (op.rhs, array_values(op.rhs_contracting)))  # fmt: skip
+        if any(_shape(value.type)[d] != 1 for value, dims in sides for d in dims):
+            return
+        shape, start = _shape(op.result.type), 0
+        new_ops: list[Operation] = []
+        factors: list[SSAValue] = []
+        for value, dims in sides:
+            free = tuple(s for d, s in enumerate(_shape(value.type)) if d not in dims)
+            if dims:
+                new_ops.append(ReshapeOp(value, free))
+                value = new_ops[-1].results[0]
+            new_ops.append(BroadcastInDimOp(value, range(start, start + len(free)), shape))
+            factors.append(new_ops[-1].results[0])
+            start += len(free)
+        rewriter.replace(op, [*new_ops, MulOp(*factors)])
+
+
 def _shape(type_: object) -> tuple[int, ...]:
     assert isinstance(type_, TensorType)
     return type_.get_shape()
@@ -252,6 +315,7 @@ PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {
     BroadcastInDimOp: (DropSameType(), FoldBroadcast()),
     ReshapeOp: (DropSameType(), FoldReshape()),
     TransposeOp: (FoldTranspose(),),
+    DotGeneralOp: (FoldTransposedOperand(), OuterProduct()),
 }
 """Op class -> its canonicalization patterns (what `TiduCanonicalization` returns)."""
 
@@ -265,7 +329,9 @@ __all__ = [
     "FoldPow",
     "FoldReshape",
     "FoldTranspose",
+    "FoldTransposedOperand",
     "NegNeg",
+    "OuterProduct",
     "ScaleOneOrScale",
     "ShiftZero",
     "is_noop_permutation",

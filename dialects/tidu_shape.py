@@ -232,7 +232,7 @@ class DotGeneralOp(IRDLOperation):
     lhs_batch = prop_def(DenseArrayBase.constr(i64))
     rhs_batch = prop_def(DenseArrayBase.constr(i64))
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), TiduCanonicalization())
 
     assembly_format = (
         "$lhs `,` $rhs `,` `batch` `=` $lhs_batch `x` $rhs_batch `,` "

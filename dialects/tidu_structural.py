@@ -53,7 +53,14 @@ from tidu_compile.ops import TensorOp
 from tidu_compile.ops.base import TensorType as OpType
 from tidu_compile.ops.ir_fields import IrField, Kind, from_ir, ir_fields
 
-from .tidu_base import DTYPE_ELEMENT_TYPES, ElementKind, array_values, i64_array, verify_tensor
+from .tidu_base import (
+    DTYPE_ELEMENT_TYPES,
+    ElementKind,
+    array_values,
+    i64_array,
+    verify_tensor,
+    verify_value_type,
+)
 from .tidu_indexing import print_signature
 
 Value = int | tuple[int, ...] | bool
@@ -208,6 +215,9 @@ class TypeRuleOperation(StructuralOperation):
     traits = traits_def(Pure())
 
     def verify_(self) -> None:
+        if self.PRIMITIVE.kernel_mask and not isinstance(self.result.type, TensorType):
+            self._verify_scalar()
+            return
         for i, value in enumerate(self.inputs):
             verify_tensor(self, f"operand {i}", value.type, ElementKind.ALL)
         verify_tensor(self, "result", self.result.type, ElementKind.ALL)
@@ -221,6 +231,17 @@ class TypeRuleOperation(StructuralOperation):
                 f"{self.name} gives {expected} by the type rule of {primitive!r}, but the "
                 f"result is {self.result.type}."
             )
+
+
+    def _verify_scalar(self) -> None:
+        """A mask op in a ``tidu.kernel`` body: one scalar operand, a result of its type."""
+        parent = self.parent_op()
+        if parent is None or parent.name != "tidu.kernel":
+            raise VerifyException(f"{self.name} on scalars must be in a tidu.kernel body.")
+        if len(self.inputs) != 1 or self.inputs[0].type != self.result.type:
+            raise VerifyException(f"{self.name} in a kernel body takes one scalar and gives "
+                                  "one of its type.")  # fmt: skip
+        verify_value_type(self, "result", self.result.type, allow_scalar=True)
 
 
 Op = TypeVar("Op", bound=type[StructuralOperation])

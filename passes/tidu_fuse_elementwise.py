@@ -10,15 +10,17 @@ What joins a kernel (``fusion_kind``):
     sincos) on tensors, when ``is_fusible`` accepts its types: f32, f64 and i1
     always; complex ones only with the option ``complex_kernels=true`` and when the
     op has a row in ``COMPLEX_LOWERINGS``;
-  * views (``broadcast_in_dim``, ``slice``, ``concatenate``): each becomes the operand
-    map(s) of its operand(s), which must come from outside the kernel (nothing is
-    materialized; see ``tidu_fusion_access``);
+  * views (``broadcast_in_dim``, ``slice``, ``concatenate``, ``transpose``): each
+    becomes the operand map(s) of its operand(s), which must come from outside the
+    kernel (nothing is materialized; see ``tidu_fusion_access``);
+  * mask ops (``triangle_part``: ``tidu_fusion_access.MASK_OPS``) join as elementwise
+    ops that read the iteration point;
   * embeds (``reduce_sum``, ``reduce_max``, ``reduce_min``, ``reduce_prod``, ``pad``,
     ``scatter_add``): each becomes a kernel result whose map omits the reduced
     dimensions (combined by the reduction's ``max``, ``min`` or ``mul`` when it is not a
     sum) or places the value in a bigger result (the rest holding the pad value); such
     a value leaves the kernel and feeds nothing inside it.
-``dot_general``, ``reshape``, ``transpose``, ``constant`` and the ops on complex
+``dot_general``, ``reshape``, ``constant`` and the ops on complex
 values (by default all of them; with ``complex_kernels=true`` those without a complex
 lowering: log, sqrt, tanh, sin, cos, pow, sincos) stay where they are
 (library calls between kernels). A splat

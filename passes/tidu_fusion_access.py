@@ -8,6 +8,8 @@ view               kernel operand map(s)
 =================  ===================================================================
 broadcast_in_dim   its operand: ``[1]`` (``broadcast_map``: -1 for a broadcast size-1 dim)
 slice              its operand: ``[0*2+1]`` (``start + step * i`` per dimension)
+transpose          its operand: ``[1, 0]`` (operand dimension ``permutation[i]`` is
+                   indexed by iteration dimension ``i``)
 concatenate        each piece: ``[0-4] fill -0.0``, read where it lies and summed
                    (``x + -0.0 == x`` for every x, so the sum is the piece that is there)
 gather             its data: ``[0, in1, 2]`` (the index tensors are inputs too, mapped to
@@ -26,6 +28,17 @@ reduce_max, ...    ``reduce_min``, ``reduce_prod`` the same, with the combiner `
 pad                ``[0*2+1] fill v`` (``start + step * i``; the rest holds the pad value)
 scatter_add        ``[0, in1, 2]``: summed into from zero at the positions of the index
                    tensors (inputs mapped as for a gather)
+=================  ===================================================================
+
+A *mask* op computes in the body like an elementwise op, but from the iteration point
+as well as from its operand's element:
+
+=================  ===================================================================
+mask               kernel body
+=================  ===================================================================
+triangle_part      ``select(j - i <= offset, x, 0)`` (``>=`` when ``upper``) with
+                   ``i, j`` the last two iteration dimensions (its domain is its shape;
+                   ``tidu_loop_access.triangle_select``)
 =================  ===================================================================
 
 An ``in<k>`` entry names a kernel operand, which the fuser knows only while it builds
@@ -47,7 +60,8 @@ from tidu_compile.dialects.tidu_indexing import (
     SliceOp,
 )
 from tidu_compile.dialects.tidu_reduce import ReduceOperation
-from tidu_compile.dialects.tidu_shape import BroadcastInDimOp
+from tidu_compile.dialects.tidu_shape import BroadcastInDimOp, TransposeOp
+from tidu_compile.dialects.tidu_table import OP_OF_PRIMITIVE
 from xdsl.dialects.builtin import ComplexType, TensorType
 from xdsl.ir import Operation, SSAValue
 
@@ -55,6 +69,7 @@ __all__ = [
     "EMBED_OPS",
     "INDEXED_OPS",
     "InputKey",
+    "MASK_OPS",
     "Position",
     "VIEW_OPS",
     "broadcast_map",
@@ -63,11 +78,14 @@ __all__ = [
     "view_inputs",
 ]
 
-VIEW_OPS = (BroadcastInDimOp, SliceOp, ConcatenateOp, GatherOp)
+VIEW_OPS = (BroadcastInDimOp, SliceOp, ConcatenateOp, GatherOp, TransposeOp)
 """Ops whose operands must come from outside the group: they become operand maps."""
 
 EMBED_OPS = (ReduceOperation, PadOp, ScatterAddOp)
 """Ops whose results must leave the group: they become result maps."""
+
+MASK_OPS = tuple(op for primitive, op in OP_OF_PRIMITIVE.items() if primitive.kernel_mask)
+"""Ops that join a kernel as elementwise ops whose value depends on the iteration point."""
 
 INDEXED_OPS = (GatherOp, ScatterAddOp)
 """Ops with integer index operands (read through ``in<k>`` map entries)."""
@@ -122,6 +140,12 @@ def view_inputs(op: Operation, position: Position) -> list[InputKey]:
     added through ``position``)."""
     if isinstance(op, BroadcastInDimOp):
         return [(op.operand, tuple(Index(d) for d in broadcast_map(op)), None)]
+    if isinstance(op, TransposeOp):
+        permutation = array_values(op.permutation)
+        entries = [Index()] * len(permutation)
+        for dim, source in enumerate(permutation):
+            entries[source] = Index(dim)
+        return [(op.operand, tuple(entries), None)]
     if isinstance(op, SliceOp):
         steps = zip(array_values(op.start), array_values(op.step), strict=True)
         return [(op.operand, tuple(Index(d, s, t) for d, (s, t) in enumerate(steps)), None)]

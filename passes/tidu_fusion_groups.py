@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import TensorType, i1
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from .tidu_complex_lowering import has_complex_lowering
-from .tidu_fusion_access import EMBED_OPS, INDEXED_OPS, VIEW_OPS, broadcast_map
+from .tidu_fusion_access import EMBED_OPS, INDEXED_OPS, MASK_OPS, VIEW_OPS, broadcast_map
 from .tidu_scalar_lowering import scalar_lowering
 
 
@@ -67,7 +67,7 @@ def fusion_kind(op: Operation, complex_kernels: bool = False) -> FusionKind | No
     """How ``op`` joins a kernel, or ``None`` when it stays outside kernels."""
     if not is_fusible(op, complex_kernels):
         return None
-    if isinstance(op, ElementwiseOperation):
+    if isinstance(op, (ElementwiseOperation, *MASK_OPS)):
         return FusionKind.ELEMENTWISE
     if isinstance(op, VIEW_OPS):
         return FusionKind.VIEW

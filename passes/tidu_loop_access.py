@@ -15,6 +15,13 @@ One dimension's index at the iteration point ``ivs``::
 A read with a fill checks, for the dimensions whose index can leave the operand, that
 it stays inside; it loads at index 0 where it does not and selects the fill.
 
+A ``tidu.triangle_part`` in a kernel body (a mask op of ``tidu_fusion_access``) selects
+its element or zero by the iteration point's last two indices (``triangle_select``)::
+
+    %d = arith.subi %i1, %i0 : index
+    %keep = arith.cmpi sle, %d, %c0 : index                (sge when upper; c<offset>)
+    %y = arith.select %keep, %x, %zero : f64
+
 A result with a fill gets it where no iteration writes, before the main loop nest: the
 complement of the written box (``|stride| == 1`` in every dimension), one slab per
 side and dimension, with the result dimension that domain dimension 0 indexes taken
@@ -42,6 +49,7 @@ __all__ = [
     "guarded_load",
     "index_values",
     "needs_guard",
+    "triangle_select",
     "whole_fill_results",
 ]
 
@@ -142,6 +150,17 @@ def guarded_load(
         _emit(body, arith.SelectOp(inside, value, constant(body.emit, part, value.type)))
         for value, part in zip(loaded, fills, strict=True)
     )
+
+
+def triangle_select(body: Body, offset: int, upper: bool, parts: Sequence[SSAValue],
+                    ivs: Sequence[SSAValue]) -> tuple[SSAValue, ...]:  # fmt: skip
+    """``tril(x, offset)`` (``triu`` when ``upper``) of the element ``parts`` (one, or a
+    complex value's two) at the point ``ivs``: the element where ``j - i`` (the last two
+    indices) is at most (at least) ``offset``, else zero."""
+    difference = _emit(body, arith.SubiOp(ivs[-1], ivs[-2]))
+    keep = _emit(body, arith.CmpiOp(difference, body.index(offset), "sge" if upper else "sle"))
+    return tuple(_emit(body, arith.SelectOp(keep, part, constant(body.emit, 0.0, part.type)))
+                 for part in parts)  # fmt: skip
 
 
 def _store_fill(body: Body, out: SSAValue, tensor: Attribute, ivs: Sequence[SSAValue],

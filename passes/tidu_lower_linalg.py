@@ -5,7 +5,11 @@ The real ``tidu.cholesky``, ``tidu.triangular_solve``, ``tidu.solve``, ``tidu.sl
 ``tidu.eigh``, ``tidu.qr`` and ``tidu.svd`` of f32/f64 are lowered (``LAPACK_OPS``), and
 ``tidu.qr`` of complex<f32>/complex<f64> (``COMPLEX_LAPACK_OPS``: ``cgeqrf``/``zgeqrf``
 and ``cungqr``/``zungqr``; its buffers are pairs of reals, as in the other kernels); any
-other op stays as it is, a library step.
+other op stays as it is, a library step. A 2-D ``tidu.dot_general`` of a real Cholesky
+factor ``L`` (its first operand: lower-triangular, the strict upper triangle zero) and a
+matrix ``X``, ``Lᵀ X`` or ``L X`` (no batch), is a kernel calling ``trmm``
+(``factor_products``: half a matrix product's work; where ``X`` holds an inf or NaN
+the zeros' products with it are not summed in, as a matrix product would).
 
 Each distinct op (primitive and dtype) becomes a kernel function ``@f_lapack<i>``
 (``tidu.kernel``, like ``tidu-lower-to-loops``' kernels: operand buffers, then result
@@ -45,7 +49,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tidu_compile.dialects.tidu_base import array_values
 from tidu_compile.dialects.tidu_linalg import LinalgOperation
+from tidu_compile.dialects.tidu_shape import DotGeneralOp
 from xdsl.context import Context
 from xdsl.dialects import bufferization, func, memref
 from xdsl.dialects.builtin import (
@@ -68,7 +74,13 @@ from tidu_compile.ops.linalg import Cholesky, Slogdet, Solve, TriangularSolve
 
 from .lapack_decompositions import eigh_kernel, qr_kernel, svd_kernel
 from .lapack_kernels import I32, Buffers, Emitter, LapackKernel
-from .lapack_solves import cholesky_kernel, slogdet_kernel, solve_kernel, triangular_solve_kernel
+from .lapack_solves import (
+    cholesky_kernel,
+    factor_product_kernel,
+    slogdet_kernel,
+    solve_kernel,
+    triangular_solve_kernel,
+)
 from .tidu_lower_to_loops import (
     KERNEL_ATTR,
     kernel_argument,
@@ -118,6 +130,28 @@ def _element(op: Operation, primitive: object) -> Element | None:
     if isinstance(element, ComplexType) and isinstance(primitive, COMPLEX_LAPACK_OPS):
         return element if isinstance(element.element_type, Float32Type | Float64Type) else None
     return element if isinstance(element, Float32Type | Float64Type) else None
+
+
+def factor_products(block: Block) -> list[tuple[DotGeneralOp, tuple[int, int, bool]]]:
+    """The ``dot_general`` ops of ``block`` that are ``op(L) X`` of a real 2-D Cholesky
+    factor ``L`` (``n x n``) and an ``n x k`` ``X``, with ``(n, k, transpose)``."""
+    found = []
+    for op in block.ops:
+        if not isinstance(op, DotGeneralOp) or array_values(op.lhs_batch):
+            continue
+        owner = op.lhs.owner
+        if not (isinstance(owner, LinalgOperation) and isinstance(owner.to_primitive(), Cholesky)
+                and _element(owner, owner.to_primitive()) is not None):  # fmt: skip
+            continue
+        lhs, rhs = op.lhs.type, op.rhs.type
+        assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
+        contracting = (tuple(array_values(op.lhs_contracting)),
+                       tuple(array_values(op.rhs_contracting)))  # fmt: skip
+        if len(lhs.get_shape()) == 2 and len(rhs.get_shape()) == 2 and (
+                contracting in (((0,), (0,)), ((1,), (0,)))):  # fmt: skip
+            n, k = rhs.get_shape()
+            found.append((op, (n, k, contracting[0] == (0,))))
+    return found
 
 
 def _scratch_type(kernel: LapackKernel, element: Element) -> MemRefType:
@@ -195,6 +229,17 @@ class TiduLowerLinalgPass(ModulePass):
                        if isinstance(o, LinalgOperation) and type(o.to_primitive()) in LAPACK_OPS
                        and (element := _element(o, o.to_primitive())) is not None]  # fmt: skip
             made: dict[tuple[object, object], tuple[str, LapackKernel]] = {}
+            for product, shape in factor_products(function.body.block):
+                element = _element(product, None)
+                assert element is not None  # the factor's
+                if (shape, element) not in made:
+                    kernel = factor_product_kernel(*shape)
+                    symbol = lapack_symbol(function.sym_name.data, len(made))
+                    outlined = build_lapack_function(product, kernel, symbol, element, op)
+                    op.body.block.insert_op_after(outlined, after)
+                    after = outlined
+                    made[shape, element] = symbol, kernel
+                replace_op(product, made[shape, element][1], made[shape, element][0], element, "")
             for linalg_op, element in lowered:
                 primitive = linalg_op.to_primitive()
                 if (primitive, element) not in made:  # one kernel per distinct op

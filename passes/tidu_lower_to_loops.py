@@ -89,6 +89,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
+from typing import cast
 
 from tidu_compile.dialects.tidu_base import element_type
 from tidu_compile.dialects.tidu_kernel import KernelOp, YieldOp
@@ -115,7 +116,14 @@ from xdsl.rewriter import Rewriter
 
 from .errors import LoweringError
 from .tidu_complex_lowering import Scalar, complex_lowering
-from .tidu_loop_access import fill_result, guarded_load, index_values, whole_fill_results
+from .tidu_fusion_access import MASK_OPS
+from .tidu_loop_access import (
+    fill_result,
+    guarded_load,
+    index_values,
+    triangle_select,
+    whole_fill_results,
+)
 from .tidu_loop_combine import combine, identity
 from .tidu_loop_params import (
     PARAMS_NAME,
@@ -364,6 +372,10 @@ def build_kernel_function(
         operands = [values[v] for v in op.operands]
         if op in factors:
             lowered = runtime_scale(operands, factors[op], body.emit)
+        elif isinstance(op, MASK_OPS):
+            offset = cast(IntegerAttr, op.properties["offset"]).value.data
+            upper = "upper" in op.properties
+            lowered = [triangle_select(body, offset, upper, operands[0], ivs)]
         else:
             lowered = lower_body_op(op, operands, body.emit)
         for result, value in zip(op.results, lowered, strict=True):

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy
-from tidu_compile.passes import lapack_kernels
+from tidu_compile.passes import lapack_kernels, lapack_solves
 from xdsl.parser import Parser
 
 import tidu_compile as tc
@@ -86,6 +86,75 @@ def test_gp_likelihood_runs_the_factorisations_natively() -> None:
     errors = {s.status_error for s in steps if isinstance(s, KernelStep) and s.status_error}
     assert errors == {ops.Cholesky.status_error, ops.TriangularSolve.status_error,
                       ops.Solve.status_error}  # fmt: skip
+    # between the LAPACK kernels: the triangles, transposes and outer products fused,
+    # the factor's products with the cotangents trmm kernels
+    between = {type(s.op).__name__ for s in steps if isinstance(s, LibraryStep)}
+    assert between <= {"Reshape"}, between
+
+
+def _factor_products(a: Any, x: Any, w: Any) -> Any:
+    factor = tnp.linalg.cholesky(a)
+    return tnp.sum(w * (factor.T @ x)) + tnp.sum(w * (factor @ x))
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), [("float64", 1e-12), ("float32", 1e-4)])
+def test_products_with_a_cholesky_factor_run_as_trmm(dtype: str, rtol: float) -> None:
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((6, 6))
+    args = [(m @ m.T + 6 * np.eye(6)).astype(dtype), rng.standard_normal((6, 4)).astype(dtype),
+            rng.standard_normal((6, 4)).astype(dtype)]  # fmt: skip
+    compiled = CompiledExecutor(False, background=False)
+    loss = tc.function(_factor_products)
+    for _ in range(2):
+        value, grads = _run(compiled, loss, args, (0, 1))
+    expected, expected_grads = _run(tc.ReferenceExecutor(), _factor_products, args, (0, 1))
+    np.testing.assert_allclose(value, expected, rtol=rtol)
+    for got, want in zip(grads, expected_grads, strict=True):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+    forward = [p.plan for p in compiled._graph_plans.values() if hasattr(p, "plan")]  # noqa: SLF001
+    steps = [step for plan in forward for step in plan.steps]
+    assert steps and not [s for s in steps if isinstance(s, LibraryStep)
+                          and isinstance(s.op, ops.DotGeneral)]  # fmt: skip
+    assert compiled.stats.fallbacks == 0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("n", "batch"), [(150, ()), (130, (2,))])
+def test_a_large_triangular_solve_is_blocked_and_agrees_with_scipy(
+    n: int, batch: tuple[int, ...], dtype: str
+) -> None:
+    """Past ``SOLVE_BLOCK`` a solve is trsm on diagonal blocks and gemm updates: every
+    flag (lower/upper, transposed, unit diagonal), uneven halves, a batch."""
+    assert n > 2 * lapack_solves.SOLVE_BLOCK
+    rng = np.random.default_rng(5)
+    lower = np.tril(rng.standard_normal((*batch, n, n))) + 4 * np.eye(n)
+    rhs = rng.standard_normal((*batch, n, 5))
+    flags = [(up, trans, unit)
+             for up in (False, True) for trans in (0, 1) for unit in (False, True)]  # fmt: skip
+
+    def solves(a: Any, b: Any) -> Any:
+        return [tsl.solve_triangular(tnp.swapaxes(a, -1, -2) if up else a, b, lower=not up,
+                                     trans=trans, unit_diagonal=unit)
+                for up, trans, unit in flags]  # fmt: skip
+
+    compiled = CompiledExecutor(False, background=False)
+    traced = tc.function(solves)
+    with tc.use_executor(compiled):
+        for _ in range(2):  # traced, then replayed as one program (compiled: it records)
+            got = traced(tc.tensor(lower.astype(dtype), requires_grad=True),
+                         tc.tensor(rhs.astype(dtype)))  # fmt: skip
+    assert compiled.stats.compiles > 0
+    tolerance = 1e-10 if dtype == "float64" else 2e-3
+    for (up, trans, unit), value in zip(flags, got, strict=True):
+        matrix = np.swapaxes(lower, -1, -2) if up else lower
+        for index in np.ndindex(*batch):
+            want = scipy.linalg.solve_triangular(matrix[index], rhs[index], lower=not up,
+                                                 trans=trans, unit_diagonal=unit)  # fmt: skip
+            np.testing.assert_allclose(value.detach().numpy()[index], want, rtol=tolerance,
+                                       atol=tolerance, err_msg=f"{up} {trans} {unit}")  # fmt: skip
+    steps = [s for plan in _plans(compiled) for s in plan.steps]
+    assert not [s for s in steps if isinstance(s, LibraryStep)
+                and isinstance(s.op, ops.TriangularSolve)]  # fmt: skip
 
 
 def _single(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:
@@ -108,6 +177,12 @@ def _solves(a: Any, spd: Any, lower: Any, b: Any, batch: Any) -> Any:
         tsl.solve_triangular(lower, b, lower=True),
         tsl.solve_triangular(tnp.transpose(lower), b, lower=False, trans=1),
         tsl.solve_triangular(lower, b, lower=True, unit_diagonal=True),
+        # one right-hand side (trsv), with each flag
+        tsl.solve_triangular(lower, b[:, 0], lower=True),
+        tsl.solve_triangular(lower, b[:, 1], lower=True, trans=1),
+        tsl.solve_triangular(tnp.transpose(lower), b[:, 2], lower=False),
+        tsl.solve_triangular(tnp.transpose(lower), b[:, 0], lower=False, trans=1),
+        tsl.solve_triangular(lower, b[:, 1], lower=True, unit_diagonal=True),
         tnp.linalg.solve(a, b),
         tnp.linalg.inv(a) @ b,
         tnp.linalg.det(a) * b,
@@ -209,10 +284,11 @@ def test_a_failed_factorisation_raises_the_library_error(
 ) -> None:
     compiled = CompiledExecutor(False, background=False)
     traced = tc.function(lambda a: tnp.sum(function(a)))
-    with tc.use_executor(compiled):
-        traced(tc.tensor(np.eye(3) * 2.0))  # traced and compiled on a good matrix
+    with tc.use_executor(compiled):  # a call that records runs the compiled program
+        traced(tc.tensor(np.eye(3) * 2.0, requires_grad=True))  # traced on a good matrix
         with pytest.raises(np.linalg.LinAlgError) as native:
-            traced(tc.tensor(bad))
+            traced(tc.tensor(bad, requires_grad=True))
+    assert compiled.stats.compiles > 0
     with pytest.raises(np.linalg.LinAlgError) as library, tc.use_executor(tc.ReferenceExecutor()):
         tnp.sum(function(tc.tensor(bad)))
     assert str(native.value) == message == str(library.value)

@@ -42,7 +42,9 @@ LAPACK_SYMBOL_PREFIX = "tidu_lapack_lp64_"
 """The prefix of the kernels' LAPACK/BLAS symbols (``passes.lapack_kernels`` emits it)."""
 
 #: The routines that are BLAS (``cython_blas``); every other one is LAPACK's.
-_BLAS_ROUTINES = frozenset({"strsm", "dtrsm"})
+_BLAS_ROUTINES = frozenset(
+    {"strsm", "dtrsm", "strsv", "dtrsv", "strmm", "dtrmm", "sgemm", "dgemm"}
+)
 
 _bound: set[str] = set()
 _lock = forksafe.Lock()

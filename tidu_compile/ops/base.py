@@ -162,8 +162,14 @@ class TensorOp(Primitive):
     commutative: ClassVar[bool] = False
     #: Runs as a numpy library call between kernels, by design (a scan, a sort, a BLAS
     #: contraction, a layout copy): fusion leaves it outside kernels, and a plan step
-    #: running it is no fallback (``compiler.plan_builder.LIBRARY_BY_DESIGN``).
+    #: running it is no fallback (``compiler.plan_builder.LIBRARY_BY_DESIGN``). A
+    #: transpose and a ``kernel_mask`` op join kernels where fusion takes them.
     library_call: ClassVar[bool] = False
+    #: Computes each element from its operand's and the element's position alone
+    #: (``triangle_part``): it fuses into kernels as an elementwise op that reads the
+    #: iteration point (``passes/tidu_fusion_access.MASK_OPS``); its dialect op then
+    #: computes on the kernel body's scalars.
+    kernel_mask: ClassVar[bool] = False
 
     @classmethod
     def add(cls) -> TensorOp:

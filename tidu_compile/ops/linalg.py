@@ -181,7 +181,8 @@ class TrianglePart(TensorOp):
     offset: int
     upper: bool = False
     input_count = 1
-    library_call = True
+    library_call = True  # complex ones, unless fused
+    kernel_mask = True
     batch_rule = batch_by_moving_axis
 
     def infer_types(self, *inputs: TensorType) -> tuple[TensorType, ...]:

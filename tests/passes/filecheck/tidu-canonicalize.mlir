@@ -204,6 +204,53 @@ func.func @transpose_transpose(%k: tensor<2x3x4xf64>) -> (tensor<3x4x2xf64>, ten
   func.return %b, %c : tensor<3x4x2xf64>, tensor<2x3x4xf64>
 }
 
+// A real contraction over extent-1 dimensions, no batch: an outer product, as a
+// broadcast multiply (each operand reshaped to its free dimensions first); a true
+// contraction, a batched one and a complex one stay.
+// CHECK-LABEL: func.func @outer_product(%a: tensor<4x1xf64>, %b: tensor<3x1xf64>, %v: tensor<4xf64>, %m: tensor<4x2xf64>, %i: tensor<4x1xcomplex<f64>>, %n: tensor<2x4x1xf64>)
+// CHECK-NEXT:    %[[A:.*]] = tidu.reshape %a : tensor<4x1xf64> -> tensor<4xf64>
+// CHECK-NEXT:    %[[AB:.*]] = tidu.broadcast_in_dim %[[A]], dims = [0] : tensor<4xf64> -> tensor<4x3xf64>
+// CHECK-NEXT:    %[[B:.*]] = tidu.reshape %b : tensor<3x1xf64> -> tensor<3xf64>
+// CHECK-NEXT:    %[[BB:.*]] = tidu.broadcast_in_dim %[[B]], dims = [1] : tensor<3xf64> -> tensor<4x3xf64>
+// CHECK-NEXT:    %[[P:.*]] = tidu.mul %[[AB]], %[[BB]] : tensor<4x3xf64>
+// CHECK-NEXT:    %[[VB:.*]] = tidu.broadcast_in_dim %v, dims = [0] : tensor<4xf64> -> tensor<4x4x2xf64>
+// CHECK-NEXT:    %[[MB:.*]] = tidu.broadcast_in_dim %m, dims = [1, 2] : tensor<4x2xf64> -> tensor<4x4x2xf64>
+// CHECK-NEXT:    %[[Q:.*]] = tidu.mul %[[VB]], %[[MB]] : tensor<4x4x2xf64>
+// CHECK-NEXT:    %c = tidu.dot_general %m, %m, batch = [] x [], contracting = [1] x [1]
+// CHECK-NEXT:    %d = tidu.dot_general %i, %i,
+// CHECK-NEXT:    %e = tidu.dot_general %n, %n, batch = [0] x [0], contracting = [2] x [2]
+// CHECK-NEXT:    func.return %[[P]], %[[Q]], %c, %d, %e
+func.func @outer_product(%a: tensor<4x1xf64>, %b: tensor<3x1xf64>, %v: tensor<4xf64>, %m: tensor<4x2xf64>, %i: tensor<4x1xcomplex<f64>>, %n: tensor<2x4x1xf64>) -> (tensor<4x3xf64>, tensor<4x4x2xf64>, tensor<4x4xf64>, tensor<4x4xcomplex<f64>>, tensor<2x4x4xf64>) {
+  %p = tidu.dot_general %a, %b, batch = [] x [], contracting = [1] x [1] : tensor<4x1xf64>, tensor<3x1xf64> -> tensor<4x3xf64>
+  %q = tidu.dot_general %v, %m, batch = [] x [], contracting = [] x [] : tensor<4xf64>, tensor<4x2xf64> -> tensor<4x4x2xf64>
+  %c = tidu.dot_general %m, %m, batch = [] x [], contracting = [1] x [1] : tensor<4x2xf64>, tensor<4x2xf64> -> tensor<4x4xf64>
+  %d = tidu.dot_general %i, %i, batch = [] x [], contracting = [1] x [1] : tensor<4x1xcomplex<f64>>, tensor<4x1xcomplex<f64>> -> tensor<4x4xcomplex<f64>>
+  %e = tidu.dot_general %n, %n, batch = [0] x [0], contracting = [2] x [2] : tensor<2x4x1xf64>, tensor<2x4x1xf64> -> tensor<2x4x4xf64>
+  func.return %p, %q, %c, %d, %e : tensor<4x3xf64>, tensor<4x4x2xf64>, tensor<4x4xf64>, tensor<4x4xcomplex<f64>>, tensor<2x4x4xf64>
+}
+
+// A contraction of a transpose contracts its operand (the dimension numbers mapped)
+// when the free dimensions keep their order (a matrix's transpose always does); %s's
+// free dimensions 0 and 1 are %b's 0 and 2, in order: folded; %u's free dimensions
+// 1 and 2 are %b's 2 and 0, swapped: kept.
+// CHECK-LABEL: func.func @transposed_operand(%a: tensor<4x3xf64>, %b: tensor<2x3x5xf64>, %c: tensor<3x6xf64>)
+// CHECK-NEXT:    %p = tidu.dot_general %a, %c, batch = [] x [], contracting = [1] x [0] : tensor<4x3xf64>, tensor<3x6xf64> -> tensor<4x6xf64>
+// CHECK-NEXT:    %q = tidu.dot_general %c, %a, batch = [] x [], contracting = [0] x [1] : tensor<3x6xf64>, tensor<4x3xf64> -> tensor<6x4xf64>
+// CHECK-NEXT:    %r = tidu.dot_general %b, %c, batch = [] x [], contracting = [1] x [0] : tensor<2x3x5xf64>, tensor<3x6xf64> -> tensor<2x5x6xf64>
+// CHECK-NEXT:    %u = tidu.transpose %b, permutation = [1, 2, 0]
+// CHECK-NEXT:    %v = tidu.dot_general %u, %c, batch = [] x [], contracting = [0] x [0]
+// CHECK-NEXT:    func.return %p, %q, %r, %v
+func.func @transposed_operand(%a: tensor<4x3xf64>, %b: tensor<2x3x5xf64>, %c: tensor<3x6xf64>) -> (tensor<4x6xf64>, tensor<6x4xf64>, tensor<2x5x6xf64>, tensor<5x2x6xf64>) {
+  %t = tidu.transpose %a, permutation = [1, 0] : tensor<4x3xf64> -> tensor<3x4xf64>
+  %p = tidu.dot_general %t, %c, batch = [] x [], contracting = [0] x [0] : tensor<3x4xf64>, tensor<3x6xf64> -> tensor<4x6xf64>
+  %q = tidu.dot_general %c, %t, batch = [] x [], contracting = [0] x [0] : tensor<3x6xf64>, tensor<3x4xf64> -> tensor<6x4xf64>
+  %s = tidu.transpose %b, permutation = [0, 2, 1] : tensor<2x3x5xf64> -> tensor<2x5x3xf64>
+  %r = tidu.dot_general %s, %c, batch = [] x [], contracting = [2] x [0] : tensor<2x5x3xf64>, tensor<3x6xf64> -> tensor<2x5x6xf64>
+  %u = tidu.transpose %b, permutation = [1, 2, 0] : tensor<2x3x5xf64> -> tensor<3x5x2xf64>
+  %v = tidu.dot_general %u, %c, batch = [] x [], contracting = [0] x [0] : tensor<3x5x2xf64>, tensor<3x6xf64> -> tensor<5x2x6xf64>
+  func.return %p, %q, %r, %v : tensor<4x6xf64>, tensor<6x4xf64>, tensor<2x5x6xf64>, tensor<5x2x6xf64>
+}
+
 // Scalars inside a kernel body are canonicalized too.
 // CHECK-LABEL: func.func @in_kernel(%x: tensor<4xf64>)
 // CHECK:         ^bb0(%a: f64):

@@ -103,13 +103,12 @@ func.func @no_cycle(%x: tensor<4x4xf64>) -> tensor<4x4xf64> {
 }
 
 // Ops on complex values stay outside kernels by default; with complex_kernels=true,
-// those without a complex lowering (log) stay and cut the chain. Reshape and
-// transpose always stay.
+// those without a complex lowering (log) stay and cut the chain. Reshape always
+// stays.
 // CHECK-LABEL: func.func @unfused(
 // CHECK-NEXT:    %c = tidu.conj %z : tensor<4xcomplex<f64>>
 // CHECK-NEXT:    %l = tidu.log %c : tensor<4xcomplex<f64>>
 // CHECK-NEXT:    %m = tidu.mul %l, %z : tensor<4xcomplex<f64>>
-// CHECK-NEXT:    %t = tidu.transpose %x
 // CHECK-NEXT:    %r = tidu.reshape %x
 // CHECK-NEXT:    func.return
 // CPLX-LABEL: func.func @unfused(
@@ -122,16 +121,53 @@ func.func @no_cycle(%x: tensor<4x4xf64>) -> tensor<4x4xf64> {
 // CPLX-NEXT:    %m = tidu.kernel ins(%l, %z : tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>) domain [4]
 // CPLX-NEXT:    ^bb0(%l_1: complex<f64>, %z_1: complex<f64>):
 // CPLX-NEXT:      %m_1 = tidu.mul %l_1, %z_1 : complex<f64>
-// CPLX:         %t = tidu.transpose %x
-// CPLX-NEXT:    %r = tidu.reshape %x
+// CPLX:         %r = tidu.reshape %x
 // CPLX-NEXT:    func.return
-func.func @unfused(%z: tensor<4xcomplex<f64>>, %x: tensor<4x2xf64>) -> (tensor<4xcomplex<f64>>, tensor<2x4xf64>, tensor<8xf64>) {
+func.func @unfused(%z: tensor<4xcomplex<f64>>, %x: tensor<4x2xf64>) -> (tensor<4xcomplex<f64>>, tensor<8xf64>) {
   %c = tidu.conj %z : tensor<4xcomplex<f64>>
   %l = tidu.log %c : tensor<4xcomplex<f64>>
   %m = tidu.mul %l, %z : tensor<4xcomplex<f64>>
-  %t = tidu.transpose %x, permutation = [1, 0] : tensor<4x2xf64> -> tensor<2x4xf64>
   %r = tidu.reshape %x : tensor<4x2xf64> -> tensor<8xf64>
-  func.return %m, %t, %r : tensor<4xcomplex<f64>>, tensor<2x4xf64>, tensor<8xf64>
+  func.return %m, %r : tensor<4xcomplex<f64>>, tensor<8xf64>
+}
+
+// A transpose is a view: its operand read through the permuted map; alone, a
+// copying kernel.
+// CHECK-LABEL: func.func @transposed(
+// CHECK-NEXT:    %m = tidu.kernel ins(%x, %y : tensor<4x2xf64>, tensor<2x4xf64>) domain [2, 4] maps {{\[\[}}1, 0], [0, 1]] -> {{\[\[}}0, 1]] {
+// CHECK-NEXT:    ^bb0(%x_1: f64, %y_1: f64):
+// CHECK-NEXT:      %m_1 = tidu.mul %x_1, %y_1 : f64
+// CHECK:         %t = tidu.kernel ins(%y : tensor<2x4xf64>) domain [4, 2] maps {{\[\[}}1, 0]] -> {{\[\[}}0, 1]] {
+// CHECK-NEXT:    ^bb0(%y_1: f64):
+// CHECK-NEXT:      tidu.yield %y_1 : f64
+// CHECK:         func.return %m, %t
+func.func @transposed(%x: tensor<4x2xf64>, %y: tensor<2x4xf64>) -> (tensor<2x4xf64>, tensor<4x2xf64>) {
+  %xt = tidu.transpose %x, permutation = [1, 0] : tensor<4x2xf64> -> tensor<2x4xf64>
+  %m = tidu.mul %xt, %y : tensor<2x4xf64>
+  %t = tidu.transpose %y, permutation = [1, 0] : tensor<2x4xf64> -> tensor<4x2xf64>
+  func.return %m, %t : tensor<2x4xf64>, tensor<4x2xf64>
+}
+
+// triangle_part joins a kernel as an elementwise op on the body's scalars (the loop
+// lowering selects by the iteration point); a complex one only with complex_kernels.
+// CHECK-LABEL: func.func @triangle(
+// CHECK-NEXT:    %s = tidu.kernel ins(%x : tensor<4x4xf64>) domain [4, 4] maps {{\[\[}}0, 1]] -> {{\[\[}}0, 1]] {
+// CHECK-NEXT:    ^bb0(%x_1: f64):
+// CHECK-NEXT:      %l = tidu.triangle_part %x_1, offset = -1 : f64 -> f64
+// CHECK-NEXT:      %u = tidu.triangle_part %x_1, offset = 0 upper : f64 -> f64
+// CHECK-NEXT:      %s_1 = tidu.add %l, %u : f64
+// CHECK-NEXT:      tidu.yield %s_1 : f64
+// CHECK:         %c = tidu.triangle_part %z, offset = 0 : tensor<4x4xcomplex<f64>>
+// CHECK-NEXT:    func.return %s, %c
+// CPLX-LABEL: func.func @triangle(
+// CPLX-NEXT:     %s, %c = tidu.kernel ins(%x, %z : tensor<4x4xf64>, tensor<4x4xcomplex<f64>>) domain [4, 4]
+// CPLX:            %c_1 = tidu.triangle_part %z_1, offset = 0 : complex<f64> -> complex<f64>
+func.func @triangle(%x: tensor<4x4xf64>, %z: tensor<4x4xcomplex<f64>>) -> (tensor<4x4xf64>, tensor<4x4xcomplex<f64>>) {
+  %l = tidu.triangle_part %x, offset = -1 : tensor<4x4xf64> -> tensor<4x4xf64>
+  %u = tidu.triangle_part %x, offset = 0 upper : tensor<4x4xf64> -> tensor<4x4xf64>
+  %s = tidu.add %l, %u : tensor<4x4xf64>
+  %c = tidu.triangle_part %z, offset = 0 : tensor<4x4xcomplex<f64>> -> tensor<4x4xcomplex<f64>>
+  func.return %s, %c : tensor<4x4xf64>, tensor<4x4xcomplex<f64>>
 }
 
 // Splat constants and full_like become scalar constants of the body; one op is a kernel.
@@ -188,11 +224,11 @@ func.func @masks(%x: tensor<8xf64>, %y: tensor<8xf64>) -> (tensor<8xi1>, tensor<
 
 // Kernels are placed after the ops they read: %t comes first, then the one kernel.
 // CHECK-LABEL: func.func @reorder(
-// CHECK-NEXT:    %t = tidu.transpose %y
+// CHECK-NEXT:    %t = tidu.reshape %y
 // CHECK-NEXT:    %c = tidu.kernel ins(%x, %t : tensor<4x4xf64>, tensor<4x4xf64>)
-func.func @reorder(%x: tensor<4x4xf64>, %y: tensor<4x4xf64>) -> tensor<4x4xf64> {
+func.func @reorder(%x: tensor<4x4xf64>, %y: tensor<16xf64>) -> tensor<4x4xf64> {
   %a = tidu.exp %x : tensor<4x4xf64>
-  %t = tidu.transpose %y, permutation = [1, 0] : tensor<4x4xf64> -> tensor<4x4xf64>
+  %t = tidu.reshape %y : tensor<16xf64> -> tensor<4x4xf64>
   %c = tidu.mul %a, %t : tensor<4x4xf64>
   func.return %c : tensor<4x4xf64>
 }

@@ -3,9 +3,10 @@
 // A GP's factor and solves: each op becomes a call of a LAPACK kernel with two
 // workspaces (i32 words, word 0 the status; elements), the status named on the call;
 // two equal solves share one kernel. A row-major lower Cholesky is potrf('U') (85) of
-// the same memory, its strict upper triangle zeroed; the solve is trsm from the right
-// ('R' = 82, uplo 'U', 'N', 'N', m = k = 1, n = 3, alpha = 1.0 in %fws).
-// CHECK-LABEL: func.func @gp(%k: tensor<3x3xf64>, %y: tensor<3x1xf64>)
+// the same memory, its strict upper triangle zeroed; a solve of one right-hand side is
+// trsv (uplo 'U', 'T' = 84: LAPACK holds Aᵀ), of two trsm from the right ('R' = 82,
+// uplo 'U', 'N', 'N', m = k = 2, n = 3, alpha = 1.0 in %fws).
+// CHECK-LABEL: func.func @gp(%k: tensor<3x3xf64>, %y: tensor<3x1xf64>, %v: tensor<3x2xf64>)
 // CHECK-NEXT:    %0 = bufferization.to_buffer %k read_only : tensor<3x3xf64> to memref<3x3xf64>
 // CHECK-NEXT:    %1 = memref.alloc() : memref<3x3xf64>
 // CHECK-NEXT:    %2 = memref.alloc() : memref<5xi32>
@@ -14,6 +15,7 @@
 // CHECK-NEXT:    %l = bufferization.to_tensor %1 : memref<3x3xf64> to tensor<3x3xf64>
 // CHECK:         func.call @gp_lapack1(%{{.*}}) {tidu.status_output = 1 : i64, tidu.status_error = "singular matrix: resolution failed at diagonal {diagonal}"}
 // CHECK:         func.call @gp_lapack1(%{{.*}}) {tidu.status_output = 1 : i64
+// CHECK:         func.call @gp_lapack2(%{{.*}}) {tidu.status_output = 1 : i64
 // CHECK-NOT:     func.call
 // CHECK:       func.func @gp_lapack0(%in0: memref<3x3xf64>, %out0: memref<3x3xf64>, %iws: memref<5xi32>, %fws: memref<1xf64>) attributes {tidu.kernel}
 // CHECK:         %[[U:.*]] = arith.constant 85 : i32
@@ -27,18 +29,25 @@
 // CHECK:           scf.for
 // CHECK:             ptr_xdsl.store %{{.*}} : f64, !ptr_xdsl.ptr
 // CHECK:       func.func @gp_lapack1(%in0: memref<3x3xf64>, %in1: memref<3x1xf64>, %out0: memref<3x1xf64>, %iws: memref<9xi32>, %fws: memref<1xf64>) attributes {tidu.kernel}
+// CHECK-DAG:     arith.constant 84 : i32
+// CHECK-DAG:     arith.constant 85 : i32
+// CHECK:         arith.cmpf oeq
+// CHECK:         func.call @tidu_lapack_lp64_dtrsv(
+// CHECK:       func.func @gp_lapack2(%in0: memref<3x3xf64>, %in1: memref<3x2xf64>, %out0: memref<3x2xf64>, %iws: memref<9xi32>, %fws: memref<1xf64>) attributes {tidu.kernel}
 // CHECK-DAG:     arith.constant 82 : i32
 // CHECK-DAG:     arith.constant 1.000000e+00 : f64
 // CHECK:         arith.cmpf oeq
 // CHECK:         func.call @tidu_lapack_lp64_dtrsm(
-// CHECK-NOT:   func.func @gp_lapack2
+// CHECK-NOT:   func.func @gp_lapack3
 // CHECK:       func.func private @tidu_lapack_lp64_dpotrf(!ptr_xdsl.ptr, !ptr_xdsl.ptr, !ptr_xdsl.ptr, !ptr_xdsl.ptr, !ptr_xdsl.ptr) -> ()
+// CHECK:       func.func private @tidu_lapack_lp64_dtrsv(
 // CHECK:       func.func private @tidu_lapack_lp64_dtrsm(
-func.func @gp(%k: tensor<3x3xf64>, %y: tensor<3x1xf64>) -> (tensor<3x1xf64>, tensor<3x1xf64>) {
+func.func @gp(%k: tensor<3x3xf64>, %y: tensor<3x1xf64>, %v: tensor<3x2xf64>) -> (tensor<3x1xf64>, tensor<3x1xf64>, tensor<3x2xf64>) {
   %l = tidu.cholesky %k : tensor<3x3xf64> -> tensor<3x3xf64>
   %z = tidu.triangular_solve %l, %y : tensor<3x3xf64>, tensor<3x1xf64> -> tensor<3x1xf64>
   %w = tidu.triangular_solve %l, %y : tensor<3x3xf64>, tensor<3x1xf64> -> tensor<3x1xf64>
-  func.return %z, %w : tensor<3x1xf64>, tensor<3x1xf64>
+  %u = tidu.triangular_solve %l, %v : tensor<3x3xf64>, tensor<3x2xf64> -> tensor<3x2xf64>
+  func.return %z, %w, %u : tensor<3x1xf64>, tensor<3x1xf64>, tensor<3x2xf64>
 }
 
 // -----
@@ -103,4 +112,52 @@ func.func @spectrum(%a: tensor<2x2xf64>) -> (tensor<2xf64>, tensor<2x2xf64>) {
 func.func @factor(%a: tensor<3x2xcomplex<f64>>) -> (tensor<3x2xcomplex<f64>>, tensor<2x2xcomplex<f64>>) {
   %q, %r = tidu.qr %a : tensor<3x2xcomplex<f64>> -> (tensor<3x2xcomplex<f64>>, tensor<2x2xcomplex<f64>>)
   func.return %q, %r : tensor<3x2xcomplex<f64>>, tensor<2x2xcomplex<f64>>
+}
+
+// -----
+
+// A Cholesky factor's products with a matrix, Lᵀ X and L X: trmm kernels (no
+// status), from the right ('R' = 82) on LAPACK's upper-triangular Lᵀ ('U' = 85),
+// transposed ('T' = 84) or not ('N' = 78), m = k = 3, n = 4; X L stays a contraction.
+// CHECK-LABEL: func.func @products(%a: tensor<4x4xf64>, %x: tensor<4x3xf64>)
+// CHECK:         func.call @products_lapack2(%{{.*}}) {tidu.status_output = 1 : i64
+// CHECK:         func.call @products_lapack0(%{{.*}}) : (memref<4x4xf64>, memref<4x3xf64>, memref<4x3xf64>, memref<9xi32>, memref<1xf64>) -> ()
+// CHECK-NEXT:    %p = bufferization.to_tensor
+// CHECK:         func.call @products_lapack1(%{{.*}}) : (memref<4x4xf64>, memref<4x3xf64>, memref<4x3xf64>, memref<9xi32>, memref<1xf64>) -> ()
+// CHECK-NEXT:    %q = bufferization.to_tensor
+// CHECK-NEXT:    %r = tidu.dot_general %x, %l
+// CHECK:       func.func @products_lapack0(
+// CHECK-DAG:     arith.constant 84 : i32
+// CHECK-DAG:     arith.constant 85 : i32
+// CHECK-DAG:     arith.constant 82 : i32
+// CHECK:         func.call @tidu_lapack_lp64_dtrmm(
+// CHECK:       func.func @products_lapack1(
+// CHECK-NOT:     arith.constant 84 : i32
+// CHECK:         func.call @tidu_lapack_lp64_dtrmm(
+func.func @products(%a: tensor<4x4xf64>, %x: tensor<4x3xf64>) -> (tensor<4x3xf64>, tensor<4x3xf64>, tensor<3x4xf64>) {
+  %l = tidu.cholesky %a : tensor<4x4xf64> -> tensor<4x4xf64>
+  %p = tidu.dot_general %l, %x, batch = [] x [], contracting = [0] x [0] : tensor<4x4xf64>, tensor<4x3xf64> -> tensor<4x3xf64>
+  %q = tidu.dot_general %l, %x, batch = [] x [], contracting = [1] x [0] : tensor<4x4xf64>, tensor<4x3xf64> -> tensor<4x3xf64>
+  %r = tidu.dot_general %x, %l, batch = [] x [], contracting = [0] x [0] : tensor<4x3xf64>, tensor<4x4xf64> -> tensor<3x4xf64>
+  func.return %p, %q, %r : tensor<4x3xf64>, tensor<4x3xf64>, tensor<3x4xf64>
+}
+
+// -----
+
+// Past SOLVE_BLOCK (64) a solve is split in halves: trsm on each diagonal block, a gemm
+// update between them (alpha -1.0 in %fws[1]); 130 = 65 + 65, each half 32 + 33.
+// CHECK-LABEL: func.func @blocked_lapack0(
+// CHECK:         arith.constant -1.000000e+00 : f64
+// CHECK:         func.call @tidu_lapack_lp64_dtrsm(
+// CHECK:         func.call @tidu_lapack_lp64_dgemm(
+// CHECK:         func.call @tidu_lapack_lp64_dtrsm(
+// CHECK:         func.call @tidu_lapack_lp64_dgemm(
+// CHECK:         func.call @tidu_lapack_lp64_dtrsm(
+// CHECK:         func.call @tidu_lapack_lp64_dgemm(
+// CHECK:         func.call @tidu_lapack_lp64_dtrsm(
+// CHECK-NOT:     func.call
+// CHECK:         func.return
+func.func @blocked(%l: tensor<130x130xf64>, %b: tensor<130x2xf64>) -> tensor<130x2xf64> {
+  %x = tidu.triangular_solve %l, %b unit_diagonal : tensor<130x130xf64>, tensor<130x2xf64> -> tensor<130x2xf64>
+  func.return %x : tensor<130x2xf64>
 }

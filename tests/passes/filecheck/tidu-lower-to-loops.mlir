@@ -263,3 +263,32 @@ func.func @rows(%x: tensor<6x5xf64>) -> (tensor<6xf64>, tensor<5xf64>) {
   } : tensor<6xf64>, tensor<5xf64>
   func.return %r, %c : tensor<6xf64>, tensor<5xf64>
 }
+
+// -----
+
+// A triangle_part in the body selects by the last two iteration indices: the
+// element where j - i <= offset (>= when upper), else 0; a complex one on both parts.
+// CHECK-LABEL: func.func @triangle_k0(%in0: memref<3x3xf64> {llvm.noalias}, %in1: memref<3x3x2xf64> {llvm.noalias}, %out0: memref<3x3xf64> {llvm.noalias}, %out1: memref<3x3x2xf64> {llvm.noalias})
+// CHECK:         %c-1 = arith.constant -1 : index
+// CHECK:         scf.for %[[I:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:      scf.for %[[J:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:        %a = memref.load %in0[%[[I]], %[[J]]] : memref<3x3xf64>
+// CHECK:             %[[D:.*]] = arith.subi %[[J]], %[[I]] : index
+// CHECK-NEXT:        %[[K:.*]] = arith.cmpi sle, %[[D]], %c-1 : index
+// CHECK-NEXT:        %[[Z:.*]] = arith.constant 0.000000e+00 : f64
+// CHECK-NEXT:        %l = arith.select %[[K]], %a, %[[Z]] : f64
+// CHECK:             %[[D2:.*]] = arith.subi %[[J]], %[[I]] : index
+// CHECK-NEXT:        %[[K2:.*]] = arith.cmpi sge, %[[D2]], %c1 : index
+// CHECK-NEXT:        %[[Z2:.*]] = arith.constant 0.000000e+00 : f64
+// CHECK-NEXT:        %u_re = arith.select %[[K2]], %z_re, %[[Z2]] : f64
+// CHECK-NEXT:        %[[Z3:.*]] = arith.constant 0.000000e+00 : f64
+// CHECK-NEXT:        %u_im = arith.select %[[K2]], %z_im, %[[Z3]] : f64
+func.func @triangle(%x: tensor<3x3xf64>, %w: tensor<3x3xcomplex<f64>>) -> (tensor<3x3xf64>, tensor<3x3xcomplex<f64>>) {
+  %l, %u = tidu.kernel ins(%x, %w : tensor<3x3xf64>, tensor<3x3xcomplex<f64>>) domain [3, 3] maps [[0, 1], [0, 1]] -> [[0, 1], [0, 1]] {
+  ^bb0(%a: f64, %z: complex<f64>):
+    %l_1 = tidu.triangle_part %a, offset = -1 : f64 -> f64
+    %u_1 = tidu.triangle_part %z, offset = 1 upper : complex<f64> -> complex<f64>
+    tidu.yield %l_1, %u_1 : f64, complex<f64>
+  } : tensor<3x3xf64>, tensor<3x3xcomplex<f64>>
+  func.return %l, %u : tensor<3x3xf64>, tensor<3x3xcomplex<f64>>
+}
