@@ -58,6 +58,8 @@ FUNCTIONS: dict[str, Callable[[Any], Any]] = {
     "lstsq": lambda a: tnp.linalg.lstsq(a, RHS)[0],
     "lstsq_tall_residuals": lambda a: _solution_and_residuals(tnp.linalg.lstsq(a[:, :2], RHS)),
     "lstsq_wide_vector": lambda a: tnp.linalg.lstsq(a[:2], RHS[:2, 0])[0][:, None],
+    "cond": lambda a: tnp.linalg.cond(a)[None, None],
+    "cond_fro": lambda a: tnp.linalg.cond(a, "fro")[None, None],
 }
 
 
@@ -219,7 +221,14 @@ def test_complex_pinv_matches_numpy() -> None:
     np.testing.assert_allclose(tnp.linalg.pinv(tall).numpy(), np.linalg.pinv(tall), atol=1e-12)
 
 
-@pytest.mark.parametrize("call", [tnp.linalg.cond, tnp.linalg.matrix_rank])
-def test_the_others_refuse_complex_matrices_by_name(call: Callable[[Any], Any]) -> None:
-    with pytest.raises(TypeError, match="complex matrices are not supported yet"):
-        call(HPD)
+@pytest.mark.parametrize("p", [None, 2, -2, 1, "fro", np.inf])
+def test_complex_cond_matrix_rank_and_matrix_norm_match_numpy(p: Any) -> None:
+    tall = np.concatenate([HPD, 1j * WEIGHTS[:1]], axis=0)
+    np.testing.assert_allclose(tnp.linalg.cond(HPD, p).numpy(), np.linalg.cond(HPD, p),
+                               rtol=1e-10)  # fmt: skip
+    if p is not None and p not in (2, -2):
+        np.testing.assert_allclose(tnp.linalg.matrix_norm(tall, ord=p).numpy(),
+                                   np.linalg.matrix_norm(tall, ord=p), rtol=1e-12)  # fmt: skip
+    singular = np.outer(HPD[0], HPD[1].conj())  # rank one
+    assert int(tnp.linalg.matrix_rank(singular)) == np.linalg.matrix_rank(singular) == 1
+    assert int(tnp.linalg.matrix_rank(tall)) == np.linalg.matrix_rank(tall) == 3

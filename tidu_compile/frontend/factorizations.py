@@ -20,8 +20,9 @@ All batch over leading axes, as numpy; integers become float64. Complex matrices
 log-determinant), ``cholesky`` (``a = L L^H``), ``matrix_power``, ``eigh``/``eigvalsh``
 (Hermitian: real eigenvalues, ``complex_eigh``), ``svd``/``svdvals`` (real singular
 values, ``a = U diag(S) V^H``, ``complex_svd``), ``pinv``, ``lstsq`` and ``qr``
-(numpy's factors: ``R``'s diagonal real) take them (and scipy's triangular and
-Cholesky solves); the others raise ``TypeError`` (not yet).
+(numpy's factors: ``R``'s diagonal real) take them, as do scipy's triangular and
+Cholesky solves and ``expm``, and the functions built on them (``cond``,
+``matrix_rank``, ``matrix_norm``: ``matrix_norms``).
 Complex vectors are defined up to a phase per column: the gradients are those of the
 ops' fixed gauge (``ops.complex_decompositions``), so only gauge-invariant functions
 of them (``|v|²``, ``U diag(S) V^H``) match numpy-based finite differences.
@@ -47,7 +48,7 @@ from tidu_compile.frontend.state import current_capture
 from tidu_compile.frontend.tensor import Tensor, apply1, apply_op
 
 __all__ = [
-    "COMPLEX_FUNCTIONS", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "adjoint",
+    "EighResult", "QRResult", "SVDResult", "SlogdetResult", "adjoint",
     "cholesky", "det",
     "eigh", "eigvalsh", "inv", "lstsq", "matrix_power", "matrices", "pinv", "qr", "slogdet",
     "solve", "svd", "svdvals", "vector_rhs",
@@ -75,19 +76,9 @@ class QRResult(NamedTuple):
     R: Tensor  # noqa: N815
 
 
-#: The functions that take complex matrices (their primitives' rules are the adjoint's).
-COMPLEX_FUNCTIONS = ("solve", "inv", "slogdet", "det", "cholesky", "matrix_power", "eigh",
-                     "eigvalsh", "svd", "svdvals", "qr", "pinv", "lstsq", "solve_triangular",
-                     "cho_factor", "cho_solve", "expm")  # fmt: skip
-
-
 def matrices(a: Any, name: str, square: bool = True) -> Tensor:
-    """``a`` as a float (or, for ``COMPLEX_FUNCTIONS``, complex) tensor of matrices
-    (``[..., m, n]``), checked before any call."""
+    """``a`` as a tensor of matrices (``[..., m, n]``), checked before any call."""
     x = unary_input(a)
-    if x.dtype.kind == "c" and name not in COMPLEX_FUNCTIONS:
-        raise TypeError(f"{name}: complex matrices are not supported yet (dtype {x.dtype}); "
-                        f"complex ones are taken by {', '.join(COMPLEX_FUNCTIONS)}")
     if x.ndim < 2:
         raise ValueError(f"{name}: {x.ndim}-dimensional array given; the array must be at "
                          "least two-dimensional")  # fmt: skip
