@@ -243,26 +243,16 @@ def test_one_wait_covers_programs_that_followed_their_shape_class(
 
 def test_one_wait_after_several_new_sizes_serves_every_size_natively() -> None:
     """Three batch sizes before any code is back, then one wait: every size runs
-    natively. A follower whose class's code does not serve
-    it is submitted under its digest, though it was named by its program's text (it
-    had no keys): its node's next call must find that submission (it did not, compiled
-    the program once more and ran on the reference path meanwhile)."""
+    natively and right, nothing on the calling thread. A follower whose class's code
+    does not serve it is submitted under its digest, though it was named by its
+    program's text (it had no keys): its node's next call must find that submission (it
+    did not, compiled the program once more and ran on the reference path meanwhile)."""
+    from test_worker_pool import _compiles_here, _train_after_fork  # noqa: PLC0415
+
     executor = CompiledExecutor(False, background=True)
+    here = _compiles_here(executor)
     w = tc.tensor(np.random.default_rng(0).standard_normal((8, 4)), requires_grad=True)
-    rng = np.random.default_rng(1)
-    batches = [tc.tensor(rng.standard_normal((n, 8))) for n in (16, 24, 40)]
-
-    def step(x: tc.Tensor, on: tc.BackwardExecutor) -> np.ndarray:
-        return tc.grad(tc.sum(tc.tanh(x @ w) * tc.exp(x @ w)), [w], executor=on)[0]
-
-    for x in batches:
-        step(x, executor)
-    assert executor.wait_for_background(timeout=300)
-    runs = executor.stats.background_runs
-    for x in batches:
-        np.testing.assert_allclose(step(x, executor), step(x, tc.ReferenceExecutor()),
-                                   rtol=1e-12)  # fmt: skip
-    assert executor.stats.background_runs == runs, executor.stats
+    assert _train_after_fork(executor, here, w) == ""
     assert executor.stats.fallbacks == 0
 
 

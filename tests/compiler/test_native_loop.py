@@ -76,7 +76,9 @@ def _all_native(executor: CompiledExecutor) -> bool:
     return bool(runners) and all(isinstance(r, native) for r in runners)
 
 
-def _both(run: Callable[[], list[Any]], natively: bool = True) -> None:
+def _both(run: Callable[[], list[Any]], natively: bool = True) -> CompiledExecutor:
+    """``run`` on both executors: equal results, no fallback, and every loop on a native
+    runner (or, ``natively=False``, not); the compiled executor."""
     compiled = CompiledExecutor(cache_dir=False, background=False)
     with tc.use_executor(compiled):
         got = run()
@@ -88,6 +90,7 @@ def _both(run: Callable[[], list[Any]], natively: bool = True) -> None:
         g, w = np.asarray(g), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    return compiled
 
 
 def _values(*tensors: Any) -> list[Any]:

@@ -277,7 +277,8 @@ def test_a_script_does_not_wait_for_the_compiler_at_exit(tmp_path: Path) -> None
 
 
 def _train_after_fork(executor: CompiledExecutor, here: list[object], w: tc.Tensor) -> str:
-    """New batch sizes, one wait, then every size natively and right: what went wrong."""
+    """New batch sizes, one wait, then every size natively and right: what went wrong
+    (also run without a fork: ``test_background``)."""
     rng = np.random.default_rng(1)
     batches = [tc.tensor(rng.standard_normal((n, 8))) for n in (16, 24, 40)]
 
