@@ -67,14 +67,25 @@ def _run(executor: tc.BackwardExecutor, function: Any, args: list[np.ndarray],
     return np.asarray(value.numpy()), [np.asarray(g) for g in grads]
 
 
+Run = tuple[np.ndarray, list[np.ndarray]]
+
+
+def _compiled_and_reference(function: Any, args: list[np.ndarray], wrt: tuple[int, ...]
+                            ) -> tuple[CompiledExecutor, Run, Run]:  # fmt: skip
+    """A fresh ``CompiledExecutor``, the value and gradients of ``tc.function(function)``
+    on it (traced, then replayed: the second call's), and the reference executor's."""
+    compiled = CompiledExecutor(False, background=False)
+    traced = tc.function(function)
+    for _ in range(2):
+        got = _run(compiled, traced, args, wrt)
+    return compiled, got, _run(tc.ReferenceExecutor(), function, args, wrt)
+
+
 def test_gp_likelihood_runs_the_factorisations_natively() -> None:
     rng = np.random.default_rng(0)
     args = [rng.uniform(-2, 2, (10, 2)), rng.standard_normal(10), np.array(0.2), np.array(-1.5)]
-    compiled = CompiledExecutor(False, background=False)
-    loss = tc.function(_gp)
-    for _ in range(2):  # traced, then replayed
-        value, grads = _run(compiled, loss, args, (0, 2, 3))
-    expected, expected_grads = _run(tc.ReferenceExecutor(), _gp, args, (0, 2, 3))
+    compiled, (value, grads), (expected, expected_grads) = _compiled_and_reference(
+        _gp, args, (0, 2, 3))  # fmt: skip
     np.testing.assert_allclose(value, expected, rtol=1e-12)
     for got, want in zip(grads, expected_grads, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
@@ -103,11 +114,8 @@ def test_products_with_a_cholesky_factor_run_as_trmm(dtype: str, rtol: float) ->
     m = rng.standard_normal((6, 6))
     args = [(m @ m.T + 6 * np.eye(6)).astype(dtype), rng.standard_normal((6, 4)).astype(dtype),
             rng.standard_normal((6, 4)).astype(dtype)]  # fmt: skip
-    compiled = CompiledExecutor(False, background=False)
-    loss = tc.function(_factor_products)
-    for _ in range(2):
-        value, grads = _run(compiled, loss, args, (0, 1))
-    expected, expected_grads = _run(tc.ReferenceExecutor(), _factor_products, args, (0, 1))
+    compiled, (value, grads), (expected, expected_grads) = _compiled_and_reference(
+        _factor_products, args, (0, 1))  # fmt: skip
     np.testing.assert_allclose(value, expected, rtol=rtol)
     for got, want in zip(grads, expected_grads, strict=True):
         np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
@@ -253,11 +261,8 @@ def test_complex_qr_is_native_and_agrees_with_the_reference(dtype: str, rtol: fl
     args = [rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
             for shape in ((4, 3), (2, 3, 3))]  # fmt: skip
     args = [a.astype(dtype) for a in args]
-    compiled = CompiledExecutor(False, background=False)
-    function = tc.function(_complex_qr)
-    for _ in range(2):
-        value, grads = _run(compiled, function, args, (0, 1))
-    expected, expected_grads = _run(tc.ReferenceExecutor(), _complex_qr, args, (0, 1))
+    compiled, (value, grads), (expected, expected_grads) = _compiled_and_reference(
+        _complex_qr, args, (0, 1))  # fmt: skip
     np.testing.assert_allclose(value, expected, rtol=rtol)
     for got, want in zip(grads, expected_grads, strict=True):
         assert got.dtype == np.dtype(dtype)

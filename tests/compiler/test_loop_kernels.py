@@ -15,14 +15,13 @@ and the gradient through a cond.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from helpers.filecheck import check_text
 from tidu_compile.tools.dump import backward_nodes
 
 import tidu_compile as tc
@@ -149,16 +148,6 @@ def _primitive(monkeypatch: pytest.MonkeyPatch, run: Callable[[], Any]) -> Any:
     return seen[-1]
 
 
-def _filecheck(tmp_path: Path, text: str, checks: str) -> None:
-    (tmp_path / "input.mlir").write_text(text)
-    (tmp_path / "checks").write_text(checks)
-    filecheck = str(Path(sys.executable).parent / "filecheck")
-    done = subprocess.run([filecheck, str(tmp_path / "checks"), "--input-file",
-                           str(tmp_path / "input.mlir")], capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
-    assert done.returncode == 0, done.stderr + done.stdout
-
-
 WHILE_CHECKS = """
 CHECK:       func.call @node_w0(
 CHECK-NOT:   tidu.while_loop
@@ -186,7 +175,7 @@ def test_a_while_loop_is_one_kernel_of_scf_while(
     loop = _primitive(monkeypatch, lambda: tc.while_loop(
         lambda v: tc.sum(v) < 50.0, lambda v: v * 1.5, tc.ones(3)))  # fmt: skip
     program = native_loops.loop_program(loop)
-    _filecheck(tmp_path, str(walk(program, "program", "loops", RunOptions())), WHILE_CHECKS)
+    check_text(tmp_path, str(walk(program, "program", "loops", RunOptions())), WHILE_CHECKS)
     lowered = str(walk(program, "program", "llvm", RunOptions()))
     assert "llvm.cond_br" in lowered and "scf." not in lowered
 
@@ -235,5 +224,5 @@ def test_a_cond_of_kernels_is_one_kernel_of_scf_if(
     types = (TensorType((), "bool"), TensorType((3,), "float64"), TensorType((3,), "float64"))
     program = compilable(NodeProgram((ArgSource("saved", 0), ArgSource("saved", 1)), types,
                                      (Instr(cond, (0, 1), (2,)),), (2,)))  # fmt: skip
-    _filecheck(tmp_path, str(walk(program, "program", "loops", RunOptions())), COND_CHECKS)
+    check_text(tmp_path, str(walk(program, "program", "loops", RunOptions())), COND_CHECKS)
     assert "scf." not in str(walk(program, "program", "llvm", RunOptions()))

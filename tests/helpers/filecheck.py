@@ -8,7 +8,8 @@ Every ``.mlir`` test file starts with its RUN lines, as in xDSL's own tests::
 ``run`` executes one through bash (``pipefail`` set, as lit does), ``%s`` being the
 file, with this interpreter's ``bin`` directory first on ``PATH``: the stock ``xdsl-opt``
 finds our dialect and passes through the ``xdsl.universe`` entry point, so the same
-line typed in a shell (with the venv active) runs the same test.
+line typed in a shell (with the venv active) runs the same test. ``check_text`` runs
+filecheck on IR a test made itself (a loop kernel's, a backward node's).
 """
 
 from __future__ import annotations
@@ -38,6 +39,17 @@ def run(path: Path, command: str) -> None:
     done = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True,
                           text=True, env=env, timeout=300, check=False)  # fmt: skip
     assert done.returncode == 0, f"RUN: {command}\n{done.stderr}{done.stdout}"
+
+
+def check_text(directory: Path, text: str, checks: str) -> None:
+    """``filecheck`` of ``text`` (IR made by a test) against ``checks`` (``CHECK:`` lines);
+    the two files are written to ``directory``. Fails with filecheck's output."""
+    (directory / "input.mlir").write_text(text)
+    (directory / "checks").write_text(checks)
+    done = subprocess.run([str(BIN / "filecheck"), str(directory / "checks"), "--input-file",
+                           str(directory / "input.mlir")], capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
 
 
 def cases(directory: Path) -> list[object]:
