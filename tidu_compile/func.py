@@ -32,7 +32,7 @@ while ``grad(grad(f))`` and ``jvp(grad(f))`` differentiate through the inner res
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -230,10 +230,21 @@ def _gradients(
     """The cotangents of ``variables`` (zeros where none reaches), as trees."""
     live = [(out, seed) for out, seed in roots if out.requires_grad]
     cotangents = backward_recorded(live, get_default_executor()) if live else {}
+    return _as_trees(cotangents, variables, rebuilders, lambda c, v: c)
+
+
+def _as_trees(
+    cotangents: Mapping[ValueKey, Any],
+    variables: list[list[Tensor]],
+    rebuilders: list[Callable[[list[Any]], Tree]],
+    convert: Callable[[Any, Tensor], Tensor],
+) -> list[Tree]:
+    """The cotangent of each variable (``convert``-ed; zeros where none reaches), as
+    the trees ``rebuilders`` make."""
     trees = []
     for fresh, rebuild in zip(variables, rebuilders, strict=True):
         found = [cotangents.get(v._key) for v in fresh]
-        trees.append(rebuild([_zeros_like(v) if c is None else c
+        trees.append(rebuild([_zeros_like(v) if c is None else convert(c, v)
                               for v, c in zip(fresh, found, strict=True)]))  # fmt: skip
     return trees
 
@@ -256,13 +267,9 @@ def _plain_gradients(
     ``tc.grad``), its saved values freed after it; values without history."""
     keys = {v._key for fresh in variables for v in fresh}
     cotangents = run_backward(out, seed._data, None, False, keys) if out.requires_grad else {}
-    taken: set[int] = set()
-    trees = []
-    for fresh, rebuild in zip(variables, rebuilders, strict=True):
-        found = [cotangents.get(v._key) for v in fresh]
-        trees.append(rebuild([_zeros_like(v) if c is None else Tensor(user_array(c, v.dtype, taken))
-                              for v, c in zip(fresh, found, strict=True)]))  # fmt: skip
-    return trees
+    taken: set[int] = set()  # user_array copies a buffer given to two variables
+    return _as_trees(cotangents, variables, rebuilders,
+                     lambda c, v: Tensor(user_array(c, v.dtype, taken)))  # fmt: skip
 
 
 def _scalar_output(out: Any, name: str) -> Tensor:

@@ -304,7 +304,7 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
                 f"{fn.__name__}: arguments other than tensors and arrays must be hashable "
                 "(they key the trace)"
             ) from None
-        inputs = [a if isinstance(a, Tensor) else Tensor(np.array(a, copy=True)) for a in leaves]
+        inputs = _as_inputs(leaves)
         traced = traced_for(key, args, kwargs, inputs)
         if traced is _EAGER:
             return fn(*args, **kwargs)
@@ -354,11 +354,12 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
         if not any(isinstance(a, Tensor) and a._requires_grad for a in leaves):
             return None
         try:
-            hash(key)
+            with lock:
+                traced = traces.get(key)
         except TypeError:  # an unhashable argument: the call raises it
             return None
-        inputs = [a if isinstance(a, Tensor) else Tensor(np.array(a, copy=True)) for a in leaves]
-        traced = traced_for(key, args, {}, inputs)
+        if traced is None:  # traced now (its inputs copied only then)
+            traced = traced_for(key, args, {}, _as_inputs(leaves))
         if traced is _EAGER or traced.segmented is not None:  # segments: the tape's path
             return None
         return traced, leaves
@@ -366,6 +367,11 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
     wrapper.traces = traces  # type: ignore[attr-defined]
     wrapper.trace_for = trace_for  # type: ignore[attr-defined]
     return wrapper
+
+
+def _as_inputs(leaves: list[Any]) -> list[Tensor]:
+    """A call's tensor and array leaves as the trace's input tensors (arrays copied)."""
+    return [a if isinstance(a, Tensor) else Tensor(np.array(a, copy=True)) for a in leaves]
 
 
 #: A signature whose function calls transforms (``function``'s ``compiled_form``): eager.
