@@ -171,6 +171,13 @@ def tensor_type(shape: Sequence[int], dtype: str) -> TensorType:
             f"dtype {dtype!r} has no tidu element type; expected one of "
             f"{', '.join(DTYPE_ELEMENT_TYPES)}."
         )
+    return _tensor_type(tuple(shape), dtype)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_type(shape: tuple[int, ...], dtype: str) -> TensorType:
+    """One type object per shape and dtype (cached: attributes are immutable, and
+    building and verifying one was ~40% of importing a program)."""
     return TensorType(DTYPE_ELEMENT_TYPES[dtype], shape)
 
 
@@ -450,9 +457,16 @@ class ElementwiseOperation(IRDLOperation, ABC):
             if signature is None:
                 raise ValueError(f"{self.name} needs explicit result types.")
             result_types = signature[1]
-        IRDLOperation.__init__(
-            self, operands=values, result_types=result_types, properties=properties or {}
-        )
+        op_def = self.get_irdl_definition()
+        if len(values) != len(op_def.operands) or len(result_types) != len(op_def.results):
+            raise ValueError(
+                f"{self.name} takes {len(op_def.operands)} operands and gives "
+                f"{len(op_def.results)} results, got {len(values)} and {len(result_types)}"
+            )
+        # what IRDLOperation.__init__ does for fixed operands and results, a third of
+        # the time (a program imports one op per elementwise primitive)
+        kept = {k: v for k, v in (properties or {}).items() if v is not None}
+        Operation.__init__(self, operands=values, result_types=result_types, properties=kept)
 
     # -- custom syntax ---------------------------------------------------------
 

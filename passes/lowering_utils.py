@@ -9,6 +9,7 @@ driver those conversions run on.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 
 from xdsl.dialects import llvm
@@ -29,13 +30,15 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from .errors import LoweringError
 
 
+@functools.lru_cache(maxsize=256)
 def llvm_fastmath(
     flags: FastMathAttrBase | None, *, contract: bool = False
 ) -> llvm.FastMathAttr:
     """The ``#llvm.fastmath`` equivalent of an ``#arith.fastmath`` attribute.
 
     With ``contract=True`` the ``contract`` flag is added, which lets LLVM fuse
-    ``a * b + c`` into an FMA and nothing else.
+    ``a * b + c`` into an FMA and nothing else. (Cached: attributes are immutable, and
+    every float op of a kernel asks for one of a few.)
     """
     chosen: set[FastMathFlag] = set(flags.data) if flags is not None else set()
     if contract:

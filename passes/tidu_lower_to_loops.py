@@ -510,10 +510,11 @@ def lower_function(
     return outlined, tables
 
 
-def extract_kernel_module(module: ModuleOp) -> ModuleOp:
+def extract_kernel_module(module: ModuleOp, take: bool = False) -> ModuleOp:
     """A new module with copies of the kernel functions and the functions they call
     (``expand-math-polynomials{outline=true}``'s) only, for the LLVM backend, every
-    memref argument of a kernel with its leading extent made dynamic::
+    memref argument of a kernel with its leading extent made dynamic (``take``: the
+    functions themselves, detached from ``module``, which the caller then drops)::
 
         func.func @f_k0(%in0: memref<256x8xf64>, %out0: memref<256xf64>, %lo: index, ...)
         ==> func.func @f_k0(%in0: memref<?x8xf64>, %out0: memref<?xf64>, %lo: index, ...)
@@ -524,12 +525,19 @@ def extract_kernel_module(module: ModuleOp) -> ModuleOp:
     compile to the same text (``compiler.kernel_code`` keys object code by it).
     """
     functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
-    kernels = [op.clone() for op in functions.values() if KERNEL_ATTR in op.attributes]
+
+    def extracted(function: func.FuncOp) -> func.FuncOp:
+        if take:
+            function.detach()
+            return function
+        return function.clone()
+
+    kernels = [extracted(op) for op in functions.values() if KERNEL_ATTR in op.attributes]
     for kernel in kernels:
         _dynamic_leading_extents(kernel)
     called = {call.callee.string_value() for kernel in kernels for call in kernel.walk()
               if isinstance(call, func.CallOp)}  # fmt: skip
-    callees = [functions[name].clone() for name in sorted(called) if name in functions]
+    callees = [extracted(functions[name]) for name in sorted(called) if name in functions]
     return ModuleOp([*kernels, *callees])
 
 

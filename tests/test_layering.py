@@ -38,8 +38,8 @@ PACKAGE = "tidu_compile"
 #: ``""`` being the package's own ``__init__``: its public names). A module imports its
 #: own group and the groups of lower layers only; groups of one layer are independent.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # locks renewed after fork, array memory, version, the tape's raw keys
-    ("forksafe", "ownership", "version", "eager_keys"),
+    # locks renewed after fork, array memory, version, the tape's raw keys, GC pacing
+    ("forksafe", "ownership", "version", "eager_keys", "collections_pause"),
     ("graph",),  # keys, graphs, builder, resolve (pure Python)
     ("ad", "printing"),  # rules and transforms; text and dot of graphs
     ("evaluation",),  # running a graph on values, op by op

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile.collections_pause import fewer_collections
 from tidu_compile.compiler.program import (
     infer_value_types,
     node_program,
@@ -154,7 +155,8 @@ def fused_value_and_grad(
     fused = traced.fused
     if fused is UNBUILT:
         types = tuple(type_of(x) for x in inputs)
-        fused = traced.fused = build_fused(traced.recorded, types, needed)
+        with fewer_collections():  # a first call: the graphs are many young objects
+            fused = traced.fused = build_fused(traced.recorded, types, needed)
     if fused is None:
         return None
     results = get_default_executor().run_graph(fused.recorded, inputs)

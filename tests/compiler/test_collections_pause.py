@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import tidu_compile as tc
+from tidu_compile.collections_pause import COMPILE_GC_THRESHOLD, fewer_collections
 from tidu_compile.compiler import pipeline
-from tidu_compile.compiler.collections_pause import COMPILE_GC_THRESHOLD, fewer_collections
 from tidu_compile.executors.compiled import CompiledExecutor
 
 
@@ -42,4 +42,34 @@ def test_a_compile_runs_inside_it(monkeypatch: pytest.MonkeyPatch) -> None:
     with tc.use_executor(CompiledExecutor(False, background=False)):
         tc.grad(tc.sum(tc.exp(x) * x), [x])
     assert seen and all(t >= COMPILE_GC_THRESHOLD for t in seen)
+    assert gc.get_threshold()[0] < COMPILE_GC_THRESHOLD
+
+
+def test_a_first_fused_call_traces_and_builds_inside_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first ``func.value_and_grad`` call of a ``@tc.function`` traces it and builds
+    its fused program (graphs of many young objects) inside the block too."""
+    from tidu_compile import composite_grad, func
+    from tidu_compile.frontend import composite_function
+
+    seen: dict[str, int] = {}
+    build, trace = composite_grad.build_fused, composite_function._trace
+
+    def spy_build(*args: Any) -> Any:
+        seen["build"] = gc.get_threshold()[0]
+        return build(*args)
+
+    def spy_trace(*args: Any) -> Any:
+        seen["trace"] = gc.get_threshold()[0]
+        return trace(*args)
+
+    monkeypatch.setattr(composite_grad, "build_fused", spy_build)
+    monkeypatch.setattr(composite_function, "_trace", spy_trace)
+
+    @tc.function
+    def loss(x: tc.Tensor) -> tc.Tensor:
+        return tc.sum(tc.tanh(x) * x)
+
+    with tc.use_executor(CompiledExecutor(False, background=False)):
+        func.value_and_grad(loss)(np.linspace(0.1, 1.0, 16))
+    assert seen == {"build": COMPILE_GC_THRESHOLD, "trace": COMPILE_GC_THRESHOLD}
     assert gc.get_threshold()[0] < COMPILE_GC_THRESHOLD

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 from tidu_compile.tools.dump import backward_nodes
 
 import tidu_compile as tc
@@ -45,6 +46,17 @@ def test_kernel_text_has_dynamic_leading_extents_and_positional_names() -> None:
     (symbol,) = code.symbols.values()
     assert symbol == f"tk{code.digest[:24]}_0" == kernel_symbol(code.digest, 0)
     assert [f.sym_name.data for f in code.module.ops] == [symbol]  # what LLVM compiles
+
+
+def test_taking_the_kernels_gives_the_text_of_copying_them() -> None:
+    """The executor's compile moves the kernel functions out of the ``loops`` module it
+    drops (``take=True``); the code is what copying them gives."""
+    (_, tanh) = tanh_programs(64)[:2]
+    copied, taken_from = kernel_code(loops_module(tanh)), loops_module(tanh)
+    taken = kernel_code(taken_from, take=True)
+    assert taken.text == copied.text and taken.digest == copied.digest
+    assert not any(KERNEL_ATTR in op.attributes for op in taken_from.ops)
+    assert len(list(taken.module.ops)) == len(list(copied.module.ops))
 
 
 def test_programs_differing_in_the_batch_size_share_kernels() -> None:

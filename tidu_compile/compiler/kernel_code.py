@@ -59,9 +59,10 @@ class KernelCode:
         return str(self.module)
 
 
-def kernel_code(module: ModuleOp) -> KernelCode:
-    """The canonical kernels of ``module`` (a ``loops``-stage module, not modified)."""
-    kernels = extract_kernel_module(module)
+def kernel_code(module: ModuleOp, take: bool = False) -> KernelCode:
+    """The canonical kernels of ``module`` (a ``loops``-stage module, not modified;
+    ``take``: its kernel functions are moved out, not copied, and it is dropped)."""
+    kernels = extract_kernel_module(module, take)
     functions = [op for op in kernels.ops
                  if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]  # fmt: skip
     old = [f.sym_name.data for f in functions]

@@ -11,10 +11,11 @@ the process's engine). ``tidu-compile dump`` and ``opt`` print the same walk's s
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from tidu_compile.backend.array_abi import ENTRY_SUFFIX
-from tidu_compile.compiler.collections_pause import fewer_collections
+from tidu_compile.collections_pause import fewer_collections
 from tidu_compile.compiler.native import COMPILE_LOCK, Artifact, CodegenRefused
 from tidu_compile.compiler.objects import ObjectStore
 from tidu_compile.compiler.plan_builder import build_plan
@@ -52,7 +53,8 @@ def compile_program(
         module = walk(program, "program", "loops", options, seconds)
         plan = build_plan(module, program)
         if plan.kernel_symbols:
-            kernels = walk(module, "loops", "kernels", options, seconds)
+            kernels = walk(module, "loops", "kernels",
+                           dataclasses.replace(options, take_input=True), seconds)
             plan = plan.renamed(kernels.symbols)
             kernels_digest = kernels.digest
             object_code = objects.get(kernels.digest) if objects is not None else None

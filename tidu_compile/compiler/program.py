@@ -29,6 +29,7 @@ from typing import Any
 from tidu_compile.ad import LinearizedGraph, linear_transpose
 from tidu_compile.compiler.calls import inline_calls
 from tidu_compile.compiler.empty import fold_empty_values
+from tidu_compile.compiler.simplify import simplify_program
 from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.graph import Local, ProducedDef, ValueKey, resolve
@@ -316,7 +317,7 @@ def compilable(program: NodeProgram) -> NodeProgram:
             raise UnsupportedNode(f"{type(instr.op).__name__} over zero-size values is not "
                                   "compiled")  # fmt: skip
 
-    return fold_empty_values(program)
+    return simplify_program(fold_empty_values(program))
 
 
 def _primal_leaves(view: Any, graph: Any, saved: Mapping[ValueKey, TensorType]) -> set[ValueKey]:

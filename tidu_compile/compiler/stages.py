@@ -89,6 +89,9 @@ class RunOptions:
     verify_results: bool = True
     after_pass: AfterPass | None = None  # hears every pass of the MLIR stages
     vector_math: bool | None = None  # llvm-ir: libmvec if the host has it, required, or off
+    #: kernels: move the kernel functions out of the ``loops`` module instead of copying
+    #: them (the caller drops it: the executor's compile, which has built its plan)
+    take_input: bool = False
 
 
 Run = Callable[[Any, RunOptions], Any]
@@ -152,7 +155,7 @@ def _import_program(program: Any, options: RunOptions) -> ModuleOp:
 def _kernel_code(module: ModuleOp, options: RunOptions) -> Any:
     from tidu_compile.compiler.kernel_code import kernel_code
 
-    return kernel_code(module)
+    return kernel_code(module, take=options.take_input)
 
 
 def _llvm_dialect(kernels: Any, options: RunOptions) -> ModuleOp:

@@ -42,6 +42,7 @@ import numpy as np
 
 from tidu_compile import forksafe
 from tidu_compile.ad import Name
+from tidu_compile.collections_pause import fewer_collections
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.frontend.composite_forward import ForwardPlan
 from tidu_compile.frontend.state import (
@@ -334,7 +335,8 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
                 lambda leaf: next(replacements) if isinstance(leaf, (Tensor, np.ndarray)) else leaf,
             )
             try:
-                traced = _trace(fn, call_args, call_kwargs, inputs)
+                with fewer_collections():  # tracing makes many young objects
+                    traced = _trace(fn, call_args, call_kwargs, inputs)
             except TransformInTrace:
                 if not getattr(wrapper, "transforms_run_eagerly", False):
                     raise

@@ -7,7 +7,10 @@ module grows: 11% of an 800-op trace's compile in collections, and the walks ove
 live IR evict the caches the passes use (measured: the compile takes 24% less CPU with
 the threshold below). ``fewer_collections`` raises the young-generation threshold for
 the duration and restores the caller's; the cycles are freed by the next collection
-after it, as before.
+after it, as before. Tracing a ``@tc.function`` and building its fused gradient
+program run in it too (their graphs are as many young objects): in a 100-op chain's
+first ``func.value_and_grad`` call, a full collection during the build was 14% of the
+call (Intel Xeon, 2026-12-03: 0.27 s -> 0.23 s).
 """
 
 from __future__ import annotations
