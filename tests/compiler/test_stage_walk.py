@@ -92,11 +92,11 @@ def test_the_compile_path_verifies_the_imported_module_and_by_setting_every_stag
     seen: list[str] = []
     original_verify = ModuleOp.verify
 
-    def counted(module: ModuleOp) -> None:
+    def counted(module: ModuleOp, verify_nested_ops: bool = True) -> None:
         text = str(module)
         seen.append("llvm" if "llvm.func" in text else "loops" if "scf.for" in text
                     else "fused" if "tidu.kernel" in text else "tidu")  # fmt: skip
-        original_verify(module)
+        original_verify(module, verify_nested_ops)
 
     if setting is None:
         monkeypatch.delenv(pipeline.VERIFY_ENV, raising=False)
@@ -109,3 +109,36 @@ def test_the_compile_path_verifies_the_imported_module_and_by_setting_every_stag
     monkeypatch.setenv(pipeline.VERIFY_ENV, "1")
     again, _ = pipeline.compile_program(program, program_digest(program))
     assert again.object_code == artifact.object_code
+
+
+def test_the_imported_module_verifies_each_op_signature_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``verify_imported`` runs an op's verifier once per signature (class, types,
+    properties, parent) and still rejects a wrong op among verified ones of its class."""
+    from tidu_compile.dialects import tidu
+    from xdsl.ir import Operation
+    from xdsl.utils.exceptions import VerifyException
+
+    from tidu_compile.compiler import to_tidu
+
+    monkeypatch.setattr(to_tidu, "_VERIFIED", {})
+    module = to_tidu.import_program(sin_program(8), "node")
+    block = module.ops.first.body.block  # type: ignore[union-attr]
+    x = block.args[0]
+    for _ in range(5):
+        block.insert_op_before(tidu.MulOp(x, x), block.last_op)  # type: ignore[arg-type]
+    verified: list[str] = []
+    original = Operation.verify
+
+    def counted(op: Operation, verify_nested_ops: bool = True) -> None:
+        verified.append(op.name)
+        original(op, verify_nested_ops)
+
+    monkeypatch.setattr(Operation, "verify", counted)
+    to_tidu.verify_imported(module)
+    assert verified.count("tidu.mul") == 1 and verified.count("func.return") == 1
+    wrong = tidu.MulOp.create(operands=[x, x], result_types=[tidu.tensor_type((4,), "float64")])
+    block.insert_op_before(wrong, block.last_op)
+    with pytest.raises(VerifyException, match="shape"):
+        to_tidu.verify_imported(module)

@@ -145,10 +145,10 @@ def _transposed_graph(node: Any, options: RunOptions) -> Any:
 
 def _import_program(program: Any, options: RunOptions) -> ModuleOp:
     """``program`` as ``func.func @<options.function>`` of tidu ops (verified)."""
-    from tidu_compile.compiler.to_tidu import import_program
+    from tidu_compile.compiler.to_tidu import import_program, verify_imported
 
     module = import_program(program, options.function)
-    module.verify()
+    verify_imported(module)
     return module
 
 
