@@ -90,11 +90,43 @@ def test_unary_ops_record_what_the_general_path_records(op: Any, dtype: str) -> 
         _same_node(fast, apply_op(op(), [x])[0])
 
 
+@pytest.mark.parametrize("op", [ops.Add, ops.Mul, ops.Sub], ids=lambda op: op.__name__)
+@pytest.mark.parametrize(("left", "right"), [((2, 3), (3,)), ((3,), (2, 3)),
+                                             ((2, 1), (1, 3)), ((), (2, 3))])  # fmt: skip
+def test_broadcast_operands_record_what_the_general_path_records(
+    op: Any, left: tuple[int, ...], right: tuple[int, ...]
+) -> None:
+    """``x @ w + b``: each operand broadcast as ``promotion.broadcast_to`` does (its own
+    ``BroadcastInDim`` node when it records one), then the op's node; the same values,
+    graphs, needed inputs, saved data and gradients as the general path."""
+    x = tc.tensor(_data("float32", left, 1), requires_grad=True)
+    y = tc.tensor(_data("float32", right, 2), requires_grad=True)
+    c = tc.tensor(_data("float32", right, 3))  # no gradient
+    for a, b in [(x, y), (x, c), (c, x)]:
+        fast = fast_ops.binary(op, a, b)
+        assert fast is not None, (a.shape, b.shape)
+        general = _general(op, a, b)
+        np.testing.assert_array_equal(fast.numpy(), general.numpy())
+        assert fast._trace is not None and general._trace is not None
+        assert fast._trace.graph is general._trace.graph
+        assert fast._trace.needed_inputs == general._trace.needed_inputs
+        sources = [(e.trace.graph if e.trace is not None else None, e.requires_grad)
+                   for e in fast._trace.inputs]  # fmt: skip
+        assert sources == [(e.trace.graph if e.trace is not None else None, e.requires_grad)
+                           for e in general._trace.inputs]  # fmt: skip
+        weights = _data("float32", fast.shape, 4)
+        leaves = [t for t in (a, b) if t.requires_grad]
+        got = tc.grad(tc.sum(fast * weights), leaves, executor=tc.ReferenceExecutor())
+        want = tc.grad(tc.sum(general * weights), leaves, executor=tc.ReferenceExecutor())
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+
+
 def test_the_general_path_keeps_everything_else() -> None:
     op = ops.Mul
     x = tc.tensor(np.ones(3), requires_grad=True)
     others: list[Any] = [
-        tc.tensor(np.ones((2, 3))),  # broadcasting
+        tc.tensor(np.ones(4)),  # shapes that do not broadcast (the general path raises)
         tc.tensor(np.ones(3, np.float32)),  # promotion
         tc.tensor(np.arange(3)),  # an integer tensor
         np.ones(3),  # an array
