@@ -122,6 +122,48 @@ def test_broadcast_operands_record_what_the_general_path_records(
             np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_a_2d_matmul_records_what_the_general_path_records(dtype: str) -> None:
+    x = tc.tensor(_data(dtype, (3, 4), 1), requires_grad=True)
+    y = tc.tensor(_data(dtype, (4, 2), 2), requires_grad=True)
+    cx, cy = tc.tensor(_data(dtype, (3, 4), 3)), tc.tensor(_data(dtype, (4, 2), 4))
+    for a, b in [(x, y), (x, cy), (cx, y), (cx, cy)]:
+        fast = fast_ops.matmul_2d(a, b)
+        assert fast is not None
+        _same_node(fast, apply_op(ops.DotGeneral((1,), (0,), (), (), (3, 4), (4, 2)), [a, b])[0])
+    weights = _data(dtype, (3, 2), 5)
+    got = tc.grad(tc.sum(tc.real(fast_ops.matmul_2d(x, y) * weights)), [x, y])  # type: ignore[operator]
+    want = tc.grad(tc.sum(tc.real(apply_op(ops.DotGeneral((1,), (0,), (), (), (3, 4), (4, 2)),
+                                           [x, y])[0] * weights)), [x, y])  # fmt: skip
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_other_matmuls_take_the_general_path() -> None:
+    x = tc.tensor(np.ones((3, 4)), requires_grad=True)
+    others: list[Any] = [
+        tc.tensor(np.ones(4)),  # 1-d: a vector
+        tc.tensor(np.ones((2, 4, 2))),  # batched
+        tc.tensor(np.ones((4, 2), np.float32)),  # promotion
+        tc.tensor(np.ones((4, 2), np.int64)),  # an integer operand
+        tc.tensor(np.ones((5, 2))),  # inner extents differ: the general path raises
+        np.ones((4, 2)),  # an array
+    ]
+    for other in others:
+        assert fast_ops.matmul_2d(x, other) is None, other
+    with pytest.raises(ValueError, match="contracted dimensions differ"):
+        x @ tc.tensor(np.ones((5, 2)))
+    integers = tc.tensor(np.ones((3, 4), np.int64))
+    assert fast_ops.matmul_2d(integers, integers.T) is None
+
+    @tc.function
+    def traced(a: tc.Tensor) -> tc.Tensor:
+        assert fast_ops.matmul_2d(a, a.T) is None  # traced ops go to the capture
+        return tc.sum(a @ a.T)
+
+    traced(x)
+
+
 def test_the_general_path_keeps_everything_else() -> None:
     op = ops.Mul
     x = tc.tensor(np.ones(3), requires_grad=True)
