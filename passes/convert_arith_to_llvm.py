@@ -39,6 +39,7 @@ After::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -160,6 +161,15 @@ class FloatBinaryToLLVM(RewritePattern):
                                            properties={"fastmathFlags": flags}))  # fmt: skip
 
 
+@functools.lru_cache(maxsize=64)
+def _overflow_property(flags: Attribute) -> IntegerAttr:
+    """The ``overflowFlags`` property of an ``llvm`` op for ``arith``'s overflow flags
+    (what the op's constructor makes of an ``OverflowAttr``; cached: the index
+    arithmetic of every kernel asks for one of a few)."""
+    overflow = llvm.OverflowAttr([llvm.OverflowFlag(f.value) for f in flags.data])  # type: ignore[attr-defined]
+    return IntegerAttr(overflow.to_int(), 32)
+
+
 class IntBinaryToLLVM(RewritePattern):
     """Integer arithmetic, logic and shifts, keeping ``nsw``/``nuw`` flags."""
 
@@ -167,8 +177,9 @@ class IntBinaryToLLVM(RewritePattern):
         if (with_overflow := _INT_BINARY_OVERFLOW.get(type(op))) is not None:
             assert isinstance(op, arith.SignlessIntegerBinaryOperationWithOverflow)
             _reject_index(op)
-            flags = llvm.OverflowAttr([llvm.OverflowFlag(f.value) for f in op.overflow_flags.data])
-            rewriter.replace(op, with_overflow(op.lhs, op.rhs, overflow=flags))
+            rewriter.replace(op, with_overflow.create(
+                operands=[op.lhs, op.rhs], result_types=[op.result.type],
+                properties={"overflowFlags": _overflow_property(op.overflow_flags)}))
         elif (plain := _INT_BINARY.get(type(op))) is not None:
             assert isinstance(op, arith.SignlessIntegerBinaryOperation)
             _reject_index(op)
@@ -203,7 +214,8 @@ class ConstantToLLVM(RewritePattern):
             raise LoweringError(
                 ConvertArithToLLVMPass.name, op.name, f"unsupported constant {value}"
             )
-        rewriter.replace(op, llvm.ConstantOp(value, op.result.type))
+        rewriter.replace(op, llvm.ConstantOp.create(properties={"value": value},
+                                                    result_types=[op.result.type]))
 
 
 class CompareToLLVM(RewritePattern):

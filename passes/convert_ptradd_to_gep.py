@@ -31,11 +31,15 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, llvm, ptr
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     IndexType,
+    IntegerAttr,
     IntegerType,
     ModuleOp,
+    UnitAttr,
     UnrealizedConversionCastOp,
     i8,
+    i32,
     i64,
 )
 from xdsl.ir import Operation, SSAValue
@@ -66,10 +70,25 @@ class PtrAddToGEP(RewritePattern):
                 ConvertPtrAddToGEPPass.name,
                 op.name, f"offset of type {offset.type}: expected index or <= i64"
             )
-        base = UnrealizedConversionCastOp.get([op.addr], [llvm.LLVMPointerType()])
-        gep = llvm.GEPOp.from_mixed_indices(base.results[0], [offset], i8, inbounds=True)
-        back = UnrealizedConversionCastOp.get([gep.result], [ptr.PtrType()])
+        # ``create``: what ``UnrealizedConversionCastOp.get`` and
+        # ``GEPOp.from_mixed_indices(base, [offset], i8, inbounds=True)`` build, a third
+        # of the time (every load and store of every kernel has its GEP)
+        base = UnrealizedConversionCastOp.create(operands=[op.addr], result_types=[_LLVM_PTR])
+        gep = llvm.GEPOp.create(operands=[base.results[0], offset], result_types=[_LLVM_PTR],
+                                properties=dict(_BYTE_GEP))  # fmt: skip
+        back = UnrealizedConversionCastOp.create(operands=[gep.result], result_types=[_PTR])
         rewriter.replace(op, [*new_ops, base, gep, back])
+
+
+_LLVM_PTR = llvm.LLVMPointerType()
+_PTR = ptr.PtrType()
+#: The properties of ``getelementptr inbounds i8, %base[%offset]``.
+_BYTE_GEP = {
+    "rawConstantIndices": DenseArrayBase.from_list(i32, [llvm.GEP_USE_SSA_VAL]),
+    "elem_type": i8,
+    "noWrapFlags": IntegerAttr(0, 32),
+    "inbounds": UnitAttr(),
+}
 
 
 @dataclass(frozen=True)

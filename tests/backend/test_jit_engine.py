@@ -132,6 +132,15 @@ def test_dump_stage(parse: Callable[[str], ModuleOp], stage: str) -> None:
         assert "@_ZGV" in text and "x double>" in text  # a vector loop calling libmvec
 
 
+def test_the_array_twin_calls_its_kernel_after_o3(parse: Callable[[str], ModuleOp]) -> None:
+    """``@scale.arrays`` loads the data pointers and calls ``@scale``: LLVM does not
+    inline the kernel's loop nest into it (two copies to optimize and emit)."""
+    text = str(walk(lower_to_llvm_dialect(parse(SCALE)), "llvm", "opt-ir"))
+    twin = text[text.index("@scale.arrays("):]
+    twin = twin[:twin.index("\n}\n")]
+    assert "call void @scale(" in twin and "phi " not in twin  # a call, no loop
+
+
 def test_dump_stage_rejects_unknown_stage(parse: Callable[[str], ModuleOp]) -> None:
     with pytest.raises(ValueError, match="unknown stage"):
         walk(lower_to_llvm_dialect(parse(SCALE)), "llvm", "obj")
