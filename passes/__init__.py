@@ -19,6 +19,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "convert-func-to-llvm": ("convert_func_to_llvm", "ConvertFuncToLLVMPass"),
     "convert-index-to-i64": ("convert_index_to_i64", "ConvertIndexToI64Pass"),
     "convert-math-to-llvm": ("convert_math_to_llvm", "ConvertMathToLLVMPass"),
+    "convert-memref-to-ptr-fast": ("convert_memref_to_ptr_fast", "ConvertMemRefToPtrFastPass"),
     "convert-ptr-to-llvm-fast": ("convert_ptr_to_llvm_fast", "ConvertPtrToLLVMFastPass"),
     "convert-ptradd-to-gep": ("convert_ptradd_to_gep", "ConvertPtrAddToGEPPass"),
     "expand-math-polynomials": ("expand_math_polynomials", "ExpandMathPolynomialsPass"),

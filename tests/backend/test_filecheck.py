@@ -15,7 +15,8 @@ HERE = Path(__file__).parent / "filecheck"
 def test_every_backend_pass_has_a_filecheck_file() -> None:
     backend = {
         "convert-arith-to-llvm", "convert-cf-to-llvm", "convert-func-to-llvm",
-        "convert-index-to-i64", "convert-math-to-llvm", "convert-ptr-to-llvm-fast",
+        "convert-index-to-i64", "convert-math-to-llvm", "convert-memref-to-ptr-fast",
+        "convert-ptr-to-llvm-fast",
         "convert-ptradd-to-gep",
     }
     stems = {p.stem for p in HERE.glob("*.mlir")}

@@ -353,7 +353,7 @@ def matmul_2d(a: Any, b: Any) -> Tensor | None:
         return None
     op, graph = _matmul_op(da.shape, db.shape)
     out = op.evaluate_into(None, da, db)
-    out.setflags(False)
+    out.setflags(False)  # type: ignore[call-arg]  # positional: a third of the cost
     ra = a._requires_grad
     rb = b._requires_grad
     if not ((ra or rb) and (not _special[0] or THREAD_STATE.grad_enabled)):
