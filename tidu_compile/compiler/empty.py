@@ -25,7 +25,7 @@ operand.
 from __future__ import annotations
 
 from tidu_compile import ops
-from tidu_compile.compiler.ssa_program import Instr, NodeProgram
+from tidu_compile.compiler.ssa_program import Instr, NodeProgram, live_instructions
 from tidu_compile.ops.base import DIFFERENTIABLE_DTYPES, TensorType
 
 __all__ = ["fold_empty_values"]
@@ -97,11 +97,5 @@ def fold_empty_values(program: NodeProgram) -> NodeProgram:
         else:
             instrs.extend(_folded(instr, types))
     results = tuple(None if r is None else renamed.get(r, r) for r in program.results)
-    live = {r for r in results if r is not None}
-    kept: list[Instr] = []
-    for instr in reversed(instrs):
-        if live.intersection(instr.outputs):
-            kept.append(instr)
-            live.update(instr.inputs)
-    kept.reverse()
+    kept = live_instructions(instrs, results)
     return NodeProgram(program.arg_sources, tuple(types), tuple(kept), results)

@@ -30,7 +30,7 @@ from tidu_compile.ad import LinearizedGraph, linear_transpose
 from tidu_compile.compiler.calls import inline_calls
 from tidu_compile.compiler.empty import fold_empty_values
 from tidu_compile.compiler.simplify import simplify_program
-from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram
+from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram, live_instructions
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.graph import Local, ProducedDef, ValueKey, resolve
 from tidu_compile.ops.base import UNSIGNED_DTYPES, TensorType
@@ -231,13 +231,8 @@ def prune_results(program: NodeProgram, needed: Sequence[bool]) -> NodeProgram:
     if len(needed) != len(program.results):
         raise ValueError(f"needed: expected {len(program.results)} flags, got {len(needed)}")
     results = tuple(r if keep else None for r, keep in zip(program.results, needed, strict=True))
-    live = {r for r in results if r is not None}
-    kept: list[Instr] = []
-    for instr in reversed(program.instrs):
-        if live.intersection(instr.outputs):
-            kept.append(instr)
-            live.update(instr.inputs)
-    kept.reverse()
+    kept = live_instructions(program.instrs, results)
+    live = {r for r in results if r is not None} | {i for instr in kept for i in instr.inputs}
     arg_ids = [i for i in range(program.arg_count) if i in live]
     order = arg_ids + [o for instr in kept for o in instr.outputs]
     renumber = {old: new for new, old in enumerate(order)}

@@ -34,7 +34,7 @@ the ids renumbered, so the result is canonical (the arguments stay: callers pass
 
 from __future__ import annotations
 
-from tidu_compile.compiler.ssa_program import Instr, NodeProgram
+from tidu_compile.compiler.ssa_program import Instr, NodeProgram, live_instructions
 from tidu_compile.ops.base import COMPLEX_DTYPES
 from tidu_compile.ops.complex_ops import Conj
 
@@ -71,13 +71,7 @@ def _without_dead(
 ) -> NodeProgram:
     """``instrs`` that a result needs, their values renumbered in order (the arguments
     all kept: the caller passes every one)."""
-    live = {r for r in results if r is not None}
-    kept: list[Instr] = []
-    for instr in reversed(instrs):
-        if live.intersection(instr.outputs):
-            kept.append(instr)
-            live.update(instr.inputs)
-    kept.reverse()
+    kept = live_instructions(instrs, results)
     order = [*range(program.arg_count), *(o for instr in kept for o in instr.outputs)]
     renumber = {old: new for new, old in enumerate(order)}
     return NodeProgram(

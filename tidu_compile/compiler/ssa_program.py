@@ -17,12 +17,13 @@ seeds first, then saved values), each instruction's outputs the next ids in orde
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tidu_compile.ops.base import TensorType
 
-__all__ = ["ArgSource", "Instr", "NodeProgram"]
+__all__ = ["ArgSource", "Instr", "NodeProgram", "live_instructions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,3 +74,18 @@ class NodeProgram:
         lines.append(f"  return ({results},)")
         lines.append("}")
         return "\n".join(lines)
+
+
+def live_instructions(
+    instrs: Sequence[Instr], results: Sequence[int | None]
+) -> list[Instr]:
+    """The instructions of ``instrs`` (in order) whose outputs ``results`` need, directly
+    or through other kept instructions."""
+    live = {r for r in results if r is not None}
+    kept: list[Instr] = []
+    for instr in reversed(instrs):
+        if live.intersection(instr.outputs):
+            kept.append(instr)
+            live.update(instr.inputs)
+    kept.reverse()
+    return kept

@@ -122,8 +122,9 @@ def _recorded(
     graph: RecordedGraph, a: Any, b: Any, out: np.ndarray, needed: tuple[bool, ...] | None
 ) -> Tensor:
     """The output tensor of a new tape node of a binary op (``Recorder.record_graph``'s
-    node): ``a`` and ``b`` are its sources (of its edges and saved data), ``out`` its
-    output data. Its key is drawn from the recorder's key source when first read."""
+    node): ``a`` and ``b`` are its sources (of its edges and saved data; ``b`` None for
+    a unary op), ``out`` its output data. Its key is drawn from the recorder's key
+    source when first read."""
     trace = _new(Trace)
     trace.graph = graph
     trace._inputs = None
@@ -303,24 +304,7 @@ def _broadcast(x: Tensor, shape: tuple[int, ...]) -> Tensor:
     out = np.broadcast_to(data, shape)  # read-only, as ``BroadcastInDim.evaluate``'s
     if not (x._requires_grad and (not _special[0] or THREAD_STATE.grad_enabled)):
         return _plain(out)
-    trace = _new(Trace)  # as ``fast_unary``'s node
-    trace.graph = _broadcast_graph(shape, data.shape)
-    trace._inputs = None
-    trace._output_keys = RECORDER.key_source
-    trace._saved = None
-    trace._source0 = x
-    trace._source1 = None
-    trace._output = out
-    trace.needed_inputs = None
-    trace.upstream = None
-    trace.stamp = _changes[0]
-    tensor = _new(Tensor)
-    tensor._data = out
-    tensor._requires_grad = True
-    tensor.grad = None
-    tensor._tape_key = None
-    tensor._trace = trace
-    return tensor
+    return _recorded(_broadcast_graph(shape, data.shape), x, None, out, None)
 
 
 @functools.lru_cache(maxsize=1024)
