@@ -123,18 +123,24 @@ def test_broadcast_operands_record_what_the_general_path_records(
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
-def test_a_2d_matmul_records_what_the_general_path_records(dtype: str) -> None:
-    x = tc.tensor(_data(dtype, (3, 4), 1), requires_grad=True)
-    y = tc.tensor(_data(dtype, (4, 2), 2), requires_grad=True)
-    cx, cy = tc.tensor(_data(dtype, (3, 4), 3)), tc.tensor(_data(dtype, (4, 2), 4))
+@pytest.mark.parametrize(("left", "right"), [((3, 4), (4, 2)), ((4,), (4, 2)),
+                                             ((3, 4), (4,)), ((4,), (4,))])  # fmt: skip
+def test_a_matmul_of_vectors_and_matrices_records_what_the_general_path_records(
+    dtype: str, left: tuple[int, ...], right: tuple[int, ...]
+) -> None:
+    x = tc.tensor(_data(dtype, left, 1), requires_grad=True)
+    y = tc.tensor(_data(dtype, right, 2), requires_grad=True)
+    cx, cy = tc.tensor(_data(dtype, left, 3)), tc.tensor(_data(dtype, right, 4))
+    op = ops.DotGeneral((len(left) - 1,), (0,), (), (), left, right)
     for a, b in [(x, y), (x, cy), (cx, y), (cx, cy)]:
         fast = fast_ops.matmul_2d(a, b)
         assert fast is not None
-        _same_node(fast, apply_op(ops.DotGeneral((1,), (0,), (), (), (3, 4), (4, 2)), [a, b])[0])
-    weights = _data(dtype, (3, 2), 5)
+        general = apply_op(op, [a, b])[0]
+        _same_node(fast, general)
+        _same_node(a @ b, general)  # the operator takes the fast path
+    weights = _data(dtype, general.shape, 5)
     got = tc.grad(tc.sum(tc.real(fast_ops.matmul_2d(x, y) * weights)), [x, y])  # type: ignore[operator]
-    want = tc.grad(tc.sum(tc.real(apply_op(ops.DotGeneral((1,), (0,), (), (), (3, 4), (4, 2)),
-                                           [x, y])[0] * weights)), [x, y])  # fmt: skip
+    want = tc.grad(tc.sum(tc.real(apply_op(op, [x, y])[0] * weights)), [x, y])
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
 
@@ -142,7 +148,7 @@ def test_a_2d_matmul_records_what_the_general_path_records(dtype: str) -> None:
 def test_other_matmuls_take_the_general_path() -> None:
     x = tc.tensor(np.ones((3, 4)), requires_grad=True)
     others: list[Any] = [
-        tc.tensor(np.ones(4)),  # 1-d: a vector
+        tc.tensor(np.array(2.0)),  # 0-d: the general path raises
         tc.tensor(np.ones((2, 4, 2))),  # batched
         tc.tensor(np.ones((4, 2), np.float32)),  # promotion
         tc.tensor(np.ones((4, 2), np.int64)),  # an integer operand

@@ -184,11 +184,12 @@ class TapeCapture:
         wanted: Container[ValueKey] | None,
     ) -> dict[ValueKey, Any] | None:
         """``backward``'s result computed by the tape's captured program, or None."""
-        if output_trace.upstream is not None and len(output_trace.upstream) >= MAX_NODES:
+        # the visiting order first (``backward`` walks it next if this returns None): a
+        # tape of one node (its own program is the tape's) or too many nodes is left to
+        # the per-node path before its structure is built (~5 ms for a GRU's 1,400 nodes)
+        if not 1 < len(visiting_order(output_trace)) <= MAX_NODES:
             return None
         tape = _tape(output_key, output_trace, wanted)
-        if not 1 < len(tape.nodes) <= MAX_NODES:  # one node: its own program is the tape's
-            return None
         layout = self.layouts.get(tape.key)
         if layout is None:
             if len(self.layouts) >= self.max_entries:

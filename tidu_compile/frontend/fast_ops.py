@@ -320,19 +320,19 @@ _CONTRACTION_DTYPES = frozenset(np.dtype(d) for d in ops.DIFFERENTIABLE_DTYPES)
 
 
 def matmul_2d(a: Any, b: Any) -> Tensor | None:
-    """``a @ b`` for two 2-d tensors of one float or complex dtype whose inner extents
-    agree, outside ``@tc.function`` traces: the ``DotGeneral`` node the general path
-    (``linalg.matmul``) records, its op and graph made once per pair of shapes; None
-    for anything else (the general path checks and raises). ~4 us instead of ~40 for
-    the general path's promotion, type rule and graph lookup (the matrices of a GRU
-    step are small: the path is most of such a matmul's cost)."""
+    """``a @ b`` for two tensors of at most 2 dimensions (vectors and matrices) of one
+    float or complex dtype whose contracted extents agree, outside ``@tc.function``
+    traces: the ``DotGeneral`` node the general path (``linalg.matmul``) records, its op
+    and graph made once per pair of shapes; None for anything else (the general path
+    checks and raises). ~3 us instead of ~40 for the general path's promotion, type rule
+    and graph lookup (a GRU step's matrices are small: the path is most of the cost)."""
     if type(a) is not Tensor or type(b) is not Tensor:
         return None
     da = a._data
     db = b._data
     dtype = da.dtype
-    if (da.ndim != 2 or db.ndim != 2 or db.dtype is not dtype
-            or dtype not in _CONTRACTION_DTYPES or da.shape[1] != db.shape[0]
+    if (not 0 < da.ndim <= 2 or not 0 < db.ndim <= 2 or db.dtype is not dtype
+            or dtype not in _CONTRACTION_DTYPES or da.shape[-1] != db.shape[0]
             or (_special[0] and THREAD_STATE.capture is not None)):  # fmt: skip
         return None
     op, graph = _matmul_op(da.shape, db.shape)
@@ -349,7 +349,9 @@ def matmul_2d(a: Any, b: Any) -> Tensor | None:
 def _matmul_op(
     lhs: tuple[int, ...], rhs: tuple[int, ...]
 ) -> tuple[ops.DotGeneral, RecordedGraph]:
-    op = ops.DotGeneral((1,), (0,), (), (), lhs, rhs)
+    """``linalg.matmul``'s op for operands of at most 2 dimensions: ``lhs``'s last
+    dimension contracted with ``rhs``'s first."""
+    op = ops.DotGeneral((len(lhs) - 1,), (0,), (), (), lhs, rhs)
     return op, recorded_graph_for(op)
 
 
