@@ -216,6 +216,29 @@ def test_capture_off_and_a_subclass_that_runs_nodes_itself() -> None:
     assert Counting.runs > 0
 
 
+def test_a_tape_past_max_nodes_runs_node_by_node_without_a_structure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tape of more than ``MAX_NODES`` nodes is left to the per-node path before its
+    structure (a walk over every node) is built; its gradient is the per-node one."""
+    from tidu_compile.executors import capture
+
+    def no_structure(*args: object) -> None:
+        raise AssertionError("the structure of a tape past MAX_NODES was built")
+
+    monkeypatch.setattr(capture, "_tape", no_structure)
+    executor = _executor()
+    x = tc.tensor(np.linspace(-1.0, 1.0, 5), requires_grad=True)
+    for _ in range(2):  # a structure is captured from its second backward
+        h = x
+        for _ in range(capture.MAX_NODES // 2 + 1):
+            h = tc.tanh(h) * 0.9
+        (gx,) = tc.grad(tc.sum(h), [x], executor=executor)
+    (want,) = tc.grad(tc.sum(h), [x], executor=tc.ReferenceExecutor())
+    np.testing.assert_allclose(gx, want, rtol=1e-12)
+    assert executor.stats.captured == 0
+
+
 def test_a_leaf_read_by_three_nodes_gets_one_summed_result() -> None:
     """``x`` used by three nodes: the program adds its three cotangents (two ``Add``
     instructions) and returns the sum, the only result."""
