@@ -170,6 +170,46 @@ def test_other_matmuls_take_the_general_path() -> None:
     traced(x)
 
 
+@pytest.mark.parametrize("key", [slice(None, 2), slice(1, None), slice(None, None, 2),
+                                 slice(None, None, -1), slice(5, 1, -2), slice(-3, -1)],
+                         ids=repr)  # fmt: skip
+@pytest.mark.parametrize("shape", [(6,), (6, 3)])
+def test_a_slice_of_the_first_axis_records_what_the_general_path_records(
+    key: slice, shape: tuple[int, ...]
+) -> None:
+    from tidu_compile.frontend.indexing import basic_index, window
+
+    for requires_grad in (False, True):  # the last x requires grad: its gradient below
+        x = tc.tensor(_data("float64", shape, 1), requires_grad=requires_grad)
+        fast = fast_ops.slice_leading(x, key)
+        assert fast is not None
+        index = basic_index(x.shape, (key,))
+        _same_node(fast, window(x, index.start, index.step, index.counts))
+        _same_node(x[key], fast)  # the operator takes the fast path
+    weights = _data("float64", fast.shape, 2)
+    (got,) = tc.grad(tc.sum(fast_ops.slice_leading(x, key) * weights), [x])  # type: ignore[operator]
+    (want,) = tc.grad(tc.sum(window(x, index.start, index.step, index.counts) * weights), [x])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_other_slices_take_the_general_path() -> None:
+    x = tc.tensor(np.arange(6.0), requires_grad=True)
+    assert fast_ops.slice_leading(x, slice(None)) is x  # the whole axis: x itself
+    assert fast_ops.slice_leading(x, slice(3, 1)) is None  # empty: folded by the general path
+    assert x[3:1].shape == (0,)
+    assert fast_ops.slice_leading(tc.tensor(np.array(1.0)), slice(1)) is None  # 0-d
+    with tc.no_grad():
+        plain = fast_ops.slice_leading(x, slice(2))
+    assert plain is not None and plain._trace is None and not plain.requires_grad
+
+    @tc.function
+    def traced(a: tc.Tensor) -> tc.Tensor:
+        assert fast_ops.slice_leading(a, slice(2)) is None  # traced ops go to the capture
+        return tc.sum(a[:2])
+
+    traced(x)
+
+
 def test_the_general_path_keeps_everything_else() -> None:
     op = ops.Mul
     x = tc.tensor(np.ones(3), requires_grad=True)

@@ -54,7 +54,7 @@ from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
 
 __all__ = [
     "BINARY_OPERATORS", "SPECS", "UNARY_OPERATORS", "Spec", "binary", "fast_binary",
-    "fast_unary", "matmul_2d", "unary",
+    "fast_unary", "matmul_2d", "slice_leading", "unary",
 ]  # fmt: skip
 
 Spec = tuple[np.ufunc, RecordedGraph, frozenset[np.dtype], Callable[[Any, Any], Any] | None]
@@ -352,6 +352,39 @@ def _matmul_op(
     """``linalg.matmul``'s op for operands of at most 2 dimensions: ``lhs``'s last
     dimension contracted with ``rhs``'s first."""
     op = ops.DotGeneral((len(lhs) - 1,), (0,), (), (), lhs, rhs)
+    return op, recorded_graph_for(op)
+
+
+def slice_leading(x: Any, key: slice) -> Tensor | None:
+    """``x[key]`` for a slice ``key`` of ``x``'s first dimension (``gx[:8]``), outside
+    ``@tc.function`` traces: the ``Slice`` node the general path (``indexing.window``)
+    records, its op and graph made once per window; ``x`` itself for the whole axis, as
+    there; None for anything else (an empty window, a 0-d ``x``: the general path)."""
+    if type(x) is not Tensor or (_special[0] and THREAD_STATE.capture is not None):
+        return None
+    data = x._data
+    shape = data.shape
+    if not shape:
+        return None
+    first, stop, stride = key.indices(shape[0])
+    count = len(range(first, stop, stride))
+    if count == 0:
+        return None
+    if count == shape[0] and stride == 1:
+        return x
+    op, graph = _slice_op(first, stride, count, shape)
+    out = op.evaluate(data)[0]  # a view of frozen data: frozen
+    if not (x._requires_grad and (not _special[0] or THREAD_STATE.grad_enabled)):
+        return _plain(out)
+    return _recorded(graph, x, None, out, None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _slice_op(
+    first: int, stride: int, count: int, shape: tuple[int, ...]
+) -> tuple[ops.Slice, RecordedGraph]:
+    rest = len(shape) - 1
+    op = ops.Slice((first,) + (0,) * rest, (stride,) + (1,) * rest, (count, *shape[1:]), shape)
     return op, recorded_graph_for(op)
 
 

@@ -64,6 +64,10 @@ def function_named(name: str, caller: str) -> Callable[..., Any]:
 def _getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` with numpy's basic and advanced indexing: a window of ``x`` reshaped
     (``frontend.indexing``), or a gather (``frontend.gather``)."""
+    if type(key) is slice:  # ``gx[:8]``: the fast path's, when it takes it
+        fast = fast_ops.slice_leading(x, key)
+        if fast is not None:
+            return fast
     x = as_tensor(x)
     items = normalize_key(key)
     if not is_basic_key(items):
