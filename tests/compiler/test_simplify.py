@@ -55,8 +55,9 @@ def test_repeated_constants_and_ops_are_computed_once() -> None:
 
 
 def test_signed_zeros_stay_two_constants() -> None:
-    """``Constant(0.0)`` and ``Constant(-0.0)`` compare equal but print apart: the digest
-    tells them apart, so merging them would make a stale answer (``x / c``: inf vs -inf)."""
+    """``Constant(0.0)`` and ``Constant(-0.0)`` print apart (Python's floats call them
+    equal): the digest tells them apart, and merging them would make a stale answer
+    (``x / c``: inf vs -inf)."""
     original = program([(constant(0.0), ()), (constant(-0.0), ()), (ops.Div(), (0, 1)),
                         (ops.Div(), (0, 2))], [F64], (3, 4))  # fmt: skip
     simple = simplify_program(original)
@@ -90,3 +91,31 @@ def test_the_arguments_stay_and_a_result_may_become_one() -> None:
         assert (got is None) == (want is None)
         if got is not None:
             np.testing.assert_array_equal(got, want)  # type: ignore[arg-type]
+
+
+def test_programs_differing_in_a_zero_s_sign_through_one_executor() -> None:
+    """Two ``@tc.function``s whose fused programs differ only in the sign of a repeated
+    zero constant (merged in one, kept apart in the other), through one executor in
+    sequence: each gradient is the reference's (``arctan2(+-0, -1)`` is ``+-pi``)."""
+    import tidu_compile as tc
+    from tidu_compile import func
+    from tidu_compile.executors.compiled import CompiledExecutor
+
+    def make(c1: float, c2: float) -> Any:
+        @tc.function
+        def loss(w: tc.Tensor) -> tc.Tensor:
+            one = tc.ones_like(w)
+            return tc.sum(w * tc.arctan2(one * c1, -one) + w * tc.arctan2(one * c2, -one))
+
+        return loss
+
+    executor = CompiledExecutor(False, background=False)
+    w = np.linspace(0.5, 1.5, 8)
+    for c1, c2, expected in [(0.0, 0.0, 2 * np.pi), (0.0, -0.0, 0.0), (-0.0, -0.0, -2 * np.pi)]:
+        with tc.use_executor(executor):
+            _, got = func.value_and_grad(make(c1, c2))(w)
+        with tc.use_executor(tc.ReferenceExecutor()):
+            _, want = func.value_and_grad(make(c1, c2))(w)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        np.testing.assert_allclose(np.asarray(got), expected, atol=1e-15)
+    assert executor.stats.fallbacks == 0 and executor.stats.compiles >= 3
