@@ -119,3 +119,34 @@ def test_programs_differing_in_a_zero_s_sign_through_one_executor() -> None:
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
         np.testing.assert_allclose(np.asarray(got), expected, atol=1e-15)
     assert executor.stats.fallbacks == 0 and executor.stats.compiles >= 3
+
+
+class _Shown:
+    """An op that prints only its name, as the custom-call ops do."""
+
+    input_count = 1
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def __repr__(self) -> str:
+        return "Shown()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Shown) and other.scale == self.scale
+
+    def __hash__(self) -> int:
+        return hash(self.scale)
+
+    def infer_types(self, x: TensorType) -> tuple[TensorType, ...]:
+        return (x,)
+
+    def evaluate(self, x: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (x * self.scale,)
+
+
+def test_ops_printing_alike_but_unequal_stay_two() -> None:
+    apart = program([(_Shown(2.0), (0,)), (_Shown(3.0), (0,))], [F64], (1, 2))
+    assert simplify_program(apart) is apart
+    merged = simplify_program(program([(_Shown(2.0), (0,)), (_Shown(2.0), (0,))], [F64], (1, 2)))
+    assert len(merged.instrs) == 1 and merged.results == (1, 1)

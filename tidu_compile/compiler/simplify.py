@@ -25,9 +25,10 @@ chain's ops were such copies). Here they go first, in one pass over the instruct
       return (v5,)
     }
 
-Two instructions are one when their ops print alike and read the same values: the
-printed form is what the program's digest keys by, so merging never equates what the
-cache tells apart (``Constant(0.0)`` and ``Constant(-0.0)`` stay two). Every op of the
+Two instructions are one when their ops print alike, compare equal and read the same
+values: the printed form is what the program's digest keys by, so merging never equates
+what the cache tells apart (``Constant(0.0)`` and ``Constant(-0.0)`` stay two), and the
+ops' own equality guards the ops that print only a name. Every op of the
 set is a pure function of its operands. What nothing reads any longer is dropped and
 the ids renumbered, so the result is canonical (the arguments stay: callers pass them).
 """
@@ -45,7 +46,7 @@ def simplify_program(program: NodeProgram) -> NodeProgram:
     """``program`` with each repeated instruction computed once and each ``Conj`` of a
     real value replaced by its operand (see the module docstring)."""
     alias: dict[int, int] = {}  # a value id -> the id that computes it already
-    seen: dict[tuple[str, tuple[int, ...]], tuple[int, ...]] = {}
+    seen: dict[tuple[str, tuple[int, ...]], Instr] = {}
     kept: list[Instr] = []
     for instr in program.instrs:
         inputs = tuple(alias.get(i, i) for i in instr.inputs)
@@ -55,10 +56,10 @@ def simplify_program(program: NodeProgram) -> NodeProgram:
             continue
         key = (repr(op), inputs)
         earlier = seen.get(key)
-        if earlier is not None:
-            alias.update(zip(instr.outputs, earlier, strict=True))
+        if earlier is not None and type(earlier.op) is type(op) and earlier.op == op:
+            alias.update(zip(instr.outputs, earlier.outputs, strict=True))
             continue
-        seen[key] = instr.outputs
+        seen.setdefault(key, instr)
         kept.append(Instr(op, inputs, instr.outputs) if inputs != instr.inputs else instr)
     if len(kept) == len(program.instrs):
         return program
