@@ -461,3 +461,39 @@ def test_integer_arguments_and_unused_outputs() -> None:
                    lambda x, g: (g[0] * tc.cos(x) - g[1] * tc.sin(x),))  # fmt: skip
     s, c = sin_cos(x)
     assert np.allclose(tc.grad(tc.sum(c), [x])[0], -np.sin(x.numpy()), rtol=1e-14)
+
+
+def test_two_custom_rules_of_one_name_in_scan_bodies_stay_apart() -> None:
+    """Two ``custom_jvp`` functions named alike (a factory's, closing over different
+    constants), each in a ``scan`` body, one after the other: a loop body's identity is
+    its ops' text, and a call op prints its traced functions' digests, so the second
+    loop's gradient is its own on both executors (it was the first's, silently)."""
+
+    def make(scale: float):  # type: ignore[no-untyped-def]
+        @tc.custom_jvp
+        def f(x):  # type: ignore[no-untyped-def]
+            return tc.sin(x) * scale
+
+        @f.defjvp
+        def f_jvp(primals, tangents):  # type: ignore[no-untyped-def]
+            (x,), (t,) = primals, tangents
+            return f(x), tc.cos(x) * scale * t
+
+        return f
+
+    def loss_of(f):  # type: ignore[no-untyped-def]
+        def body(c, x):  # type: ignore[no-untyped-def]
+            c = c + f(x)
+            return c, c
+
+        return lambda xs: tc.scan(body, tc.zeros(()), xs)[0]
+
+    xs = np.linspace(0.1, 1.0, 5)
+    compiled = CompiledExecutor(False, background=False)
+    for scale in (2.0, 3.0):
+        loss = loss_of(make(scale))
+        for executor in (compiled, tc.ReferenceExecutor()):
+            x = tc.tensor(xs, requires_grad=True)
+            (g,) = tc.grad(loss(x), [x], executor=executor)
+            np.testing.assert_allclose(g, scale * np.cos(xs), rtol=1e-12)
+    assert compiled.stats.fallbacks == 0

@@ -6,9 +6,9 @@ A ``CustomJVPCall`` or ``CustomVJPCall`` (``ops.custom_calls``: ``tc.custom_jvp`
 ``@tc.function`` forward, a residual recomputed for a backward), the call is replaced
 by the body's operations on the call's operands (nested calls too)::
 
-    v3 = CustomJVPCall('log1pexp')(v1)        v4 = Exp()(v1)
-    v5 = Mul()(v0, v3)               ==>      v5 = Log1p()(v4)
-                                              v6 = Mul()(v0, v5)
+    v3 = CustomJVPCall('log1pexp', 3f1c.., 9a0b..)(v1)      v4 = Exp()(v1)
+    v5 = Mul()(v0, v3)                           ==>      v5 = Log1p()(v4)
+                                                          v6 = Mul()(v0, v5)
 
 New values take ids after the program's; the call's outputs are renamed to the body's.
 """

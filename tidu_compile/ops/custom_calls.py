@@ -22,6 +22,7 @@ input and output keys), so retracing a function gives an equal op.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -35,6 +36,7 @@ from tidu_compile.ops.base import TensorOp, TensorType, apply
 from tidu_compile.ops.complex_ops import Constant
 from tidu_compile.ops.elementwise import Div, FullLike, Mul
 from tidu_compile.ops.structural import DotGeneral
+from tidu_compile.printing import graph_to_text
 
 __all__ = [
     "CALL_OPS", "CustomJVPCall", "CustomVJPCall", "CustomVJPLinear", "TracedGraph", "inline",
@@ -57,11 +59,17 @@ class TracedGraph:
     input_types: tuple[TensorType, ...]
     output_types: tuple[TensorType, ...]
     key: tuple[Any, ...] = field(init=False, repr=False)
+    digest: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         structure = (self.arity, self.constants, tuple(self.graph.input_keys()),
                      tuple(self.graph.output_keys()), self.input_types)  # fmt: skip
         object.__setattr__(self, "key", structure)
+        # what the call ops print, so that a program's text (and a loop body's digest,
+        # which reads its ops' text) tells two traced functions of one name apart
+        text = "|".join([graph_to_text(self.graph), str(self.arity), str(self.constants),
+                         ",".join(map(str, self.input_types))])  # fmt: skip
+        object.__setattr__(self, "digest", hashlib.sha256(text.encode()).hexdigest()[:16])
 
     def __eq__(self, other: object) -> bool:
         return self is other or (isinstance(other, TracedGraph) and self.key == other.key)
@@ -162,7 +170,7 @@ class CustomJVPCall(TensorOp):
     constant_count: int
 
     def __repr__(self) -> str:
-        return f"CustomJVPCall({self.name!r})"
+        return f"CustomJVPCall({self.name!r}, {self.function.digest}, {self.jvp.digest})"
 
     @property
     def input_count(self) -> int:  # type: ignore[override]
@@ -211,7 +219,7 @@ class CustomVJPCall(TensorOp):
     constant_count: int
 
     def __repr__(self) -> str:
-        return f"CustomVJPCall({self.name!r})"
+        return f"CustomVJPCall({self.name!r}, {self.fwd.digest}, {self.bwd.digest})"
 
     @property
     def input_count(self) -> int:  # type: ignore[override]
@@ -261,7 +269,7 @@ class CustomVJPLinear(TensorOp):
     output_types: tuple[TensorType, ...]
 
     def __repr__(self) -> str:
-        return f"CustomVJPLinear({self.name!r})"
+        return f"CustomVJPLinear({self.name!r}, {self.bwd.digest})"
 
     @property
     def input_count(self) -> int:  # type: ignore[override]
