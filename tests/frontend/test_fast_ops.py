@@ -133,13 +133,13 @@ def test_a_matmul_of_vectors_and_matrices_records_what_the_general_path_records(
     cx, cy = tc.tensor(_data(dtype, left, 3)), tc.tensor(_data(dtype, right, 4))
     op = ops.DotGeneral((len(left) - 1,), (0,), (), (), left, right)
     for a, b in [(x, y), (x, cy), (cx, y), (cx, cy)]:
-        fast = fast_ops.matmul_2d(a, b)
+        fast = fast_ops.matmul_up_to_2d(a, b)
         assert fast is not None
         general = apply_op(op, [a, b])[0]
         _same_node(fast, general)
         _same_node(a @ b, general)  # the operator takes the fast path
     weights = _data(dtype, general.shape, 5)
-    got = tc.grad(tc.sum(tc.real(fast_ops.matmul_2d(x, y) * weights)), [x, y])  # type: ignore[operator]
+    got = tc.grad(tc.sum(tc.real(fast_ops.matmul_up_to_2d(x, y) * weights)), [x, y])  # type: ignore[operator]
     want = tc.grad(tc.sum(tc.real(apply_op(op, [x, y])[0] * weights)), [x, y])
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
@@ -156,15 +156,15 @@ def test_other_matmuls_take_the_general_path() -> None:
         np.ones((4, 2)),  # an array
     ]
     for other in others:
-        assert fast_ops.matmul_2d(x, other) is None, other
+        assert fast_ops.matmul_up_to_2d(x, other) is None, other
     with pytest.raises(ValueError, match="contracted dimensions differ"):
         x @ tc.tensor(np.ones((5, 2)))
     integers = tc.tensor(np.ones((3, 4), np.int64))
-    assert fast_ops.matmul_2d(integers, integers.T) is None
+    assert fast_ops.matmul_up_to_2d(integers, integers.T) is None
 
     @tc.function
     def traced(a: tc.Tensor) -> tc.Tensor:
-        assert fast_ops.matmul_2d(a, a.T) is None  # traced ops go to the capture
+        assert fast_ops.matmul_up_to_2d(a, a.T) is None  # traced ops go to the capture
         return tc.sum(a @ a.T)
 
     traced(x)

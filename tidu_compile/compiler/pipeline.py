@@ -11,7 +11,6 @@ the process's engine). ``tidu-compile dump`` and ``opt`` print the same walk's s
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 from tidu_compile.backend.array_abi import ENTRY_SUFFIX
@@ -45,7 +44,8 @@ def compile_program(
     seconds: dict[str, float] = {}
     # the tests verify each pass (and, by VERIFY_ENV, each stage's result here)
     options = RunOptions(function=f"tidu_{digest[:24]}", verify_each=False,
-                         verify_results=os.environ.get(VERIFY_ENV) == "1")  # fmt: skip
+                         verify_results=os.environ.get(VERIFY_ENV) == "1",
+                         take_input=True)  # fmt: skip
     generated = False
     object_code: bytes | None = None
     kernels_digest: str | None = None
@@ -53,8 +53,7 @@ def compile_program(
         module = walk(program, "program", "loops", options, seconds)
         plan = build_plan(module, program)
         if plan.kernel_symbols:
-            kernels = walk(module, "loops", "kernels",
-                           dataclasses.replace(options, take_input=True), seconds)
+            kernels = walk(module, "loops", "kernels", options, seconds)
             plan = plan.renamed(kernels.symbols)
             kernels_digest = kernels.digest
             object_code = objects.get(kernels.digest) if objects is not None else None

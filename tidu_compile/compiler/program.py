@@ -30,7 +30,13 @@ from tidu_compile.ad import LinearizedGraph, linear_transpose
 from tidu_compile.compiler.calls import inline_calls
 from tidu_compile.compiler.empty import fold_empty_values
 from tidu_compile.compiler.simplify import simplify_program
-from tidu_compile.compiler.ssa_program import ArgSource, Instr, NodeProgram, live_instructions
+from tidu_compile.compiler.ssa_program import (
+    ArgSource,
+    Instr,
+    NodeProgram,
+    live_instructions,
+    renumbered,
+)
 from tidu_compile.eager import RecordedGraph
 from tidu_compile.graph import Local, ProducedDef, ValueKey, resolve
 from tidu_compile.ops.base import UNSIGNED_DTYPES, TensorType
@@ -234,17 +240,7 @@ def prune_results(program: NodeProgram, needed: Sequence[bool]) -> NodeProgram:
     kept = live_instructions(program.instrs, results)
     live = {r for r in results if r is not None} | {i for instr in kept for i in instr.inputs}
     arg_ids = [i for i in range(program.arg_count) if i in live]
-    order = arg_ids + [o for instr in kept for o in instr.outputs]
-    renumber = {old: new for new, old in enumerate(order)}
-    return NodeProgram(
-        tuple(program.arg_sources[i] for i in arg_ids),
-        tuple(program.types[old] for old in order),
-        tuple(
-            Instr(i.op, tuple(renumber[v] for v in i.inputs), tuple(renumber[v] for v in i.outputs))
-            for i in kept
-        ),
-        tuple(None if r is None else renumber[r] for r in results),
-    )
+    return renumbered(program, arg_ids, kept, results)
 
 
 def saved_value_order(

@@ -35,7 +35,7 @@ the ids renumbered, so the result is canonical (the arguments stay: callers pass
 
 from __future__ import annotations
 
-from tidu_compile.compiler.ssa_program import Instr, NodeProgram, live_instructions
+from tidu_compile.compiler.ssa_program import Instr, NodeProgram, live_instructions, renumbered
 from tidu_compile.ops.base import COMPLEX_DTYPES
 from tidu_compile.ops.complex_ops import Conj
 
@@ -64,21 +64,5 @@ def simplify_program(program: NodeProgram) -> NodeProgram:
     if len(kept) == len(program.instrs):
         return program
     results = tuple(None if r is None else alias.get(r, r) for r in program.results)
-    return _without_dead(program, kept, results)
-
-
-def _without_dead(
-    program: NodeProgram, instrs: list[Instr], results: tuple[int | None, ...]
-) -> NodeProgram:
-    """``instrs`` that a result needs, their values renumbered in order (the arguments
-    all kept: the caller passes every one)."""
-    kept = live_instructions(instrs, results)
-    order = [*range(program.arg_count), *(o for instr in kept for o in instr.outputs)]
-    renumber = {old: new for new, old in enumerate(order)}
-    return NodeProgram(
-        program.arg_sources,
-        tuple(program.types[old] for old in order),
-        tuple(Instr(i.op, tuple(renumber[v] for v in i.inputs),
-                    tuple(renumber[v] for v in i.outputs)) for i in kept),  # fmt: skip
-        tuple(None if r is None else renumber[r] for r in results),
-    )
+    kept = live_instructions(kept, results)
+    return renumbered(program, range(program.arg_count), kept, results)  # every argument

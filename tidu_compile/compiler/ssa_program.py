@@ -23,7 +23,7 @@ from typing import Any
 
 from tidu_compile.ops.base import TensorType
 
-__all__ = ["ArgSource", "Instr", "NodeProgram", "live_instructions"]
+__all__ = ["ArgSource", "Instr", "NodeProgram", "live_instructions", "renumbered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,3 +89,20 @@ def live_instructions(
             live.update(instr.inputs)
     kept.reverse()
     return kept
+
+
+def renumbered(
+    program: NodeProgram, arg_ids: Sequence[int], instrs: Sequence[Instr],
+    results: Sequence[int | None],
+) -> NodeProgram:
+    """The program of ``program``'s arguments ``arg_ids`` and ``instrs`` computing
+    ``results``, its value ids renumbered in order (arguments first), so it is canonical."""
+    order = [*arg_ids, *(o for instr in instrs for o in instr.outputs)]
+    renumber = {old: new for new, old in enumerate(order)}
+    return NodeProgram(
+        tuple(program.arg_sources[i] for i in arg_ids),
+        tuple(program.types[old] for old in order),
+        tuple(Instr(i.op, tuple(renumber[v] for v in i.inputs),
+                    tuple(renumber[v] for v in i.outputs)) for i in instrs),  # fmt: skip
+        tuple(None if r is None else renumber[r] for r in results),
+    )

@@ -54,7 +54,7 @@ from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
 
 __all__ = [
     "BINARY_OPERATORS", "SPECS", "UNARY_OPERATORS", "Spec", "binary", "fast_binary",
-    "fast_unary", "matmul_2d", "slice_leading", "unary",
+    "fast_unary", "matmul_up_to_2d", "slice_leading", "unary",
 ]  # fmt: skip
 
 Spec = tuple[np.ufunc, RecordedGraph, frozenset[np.dtype], Callable[[Any, Any], Any] | None]
@@ -315,11 +315,11 @@ def _broadcast_graph(shape: tuple[int, ...], operand_shape: tuple[int, ...]) -> 
     return recorded_graph_for(ops.BroadcastInDim(shape, dims, operand_shape))
 
 
-#: The float and complex dtypes a 2-d ``matmul`` takes the fast path in.
+#: The float and complex dtypes a ``matmul_up_to_2d`` takes the fast path in.
 _CONTRACTION_DTYPES = frozenset(np.dtype(d) for d in ops.DIFFERENTIABLE_DTYPES)
 
 
-def matmul_2d(a: Any, b: Any) -> Tensor | None:
+def matmul_up_to_2d(a: Any, b: Any) -> Tensor | None:
     """``a @ b`` for two tensors of at most 2 dimensions (vectors and matrices) of one
     float or complex dtype whose contracted extents agree, outside ``@tc.function``
     traces: the ``DotGeneral`` node the general path (``linalg.matmul``) records, its op

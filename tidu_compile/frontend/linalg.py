@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
-from tidu_compile.frontend.fast_ops import matmul_2d
+from tidu_compile.frontend.fast_ops import matmul_up_to_2d
 from tidu_compile.frontend.promotion import astype, broadcast_to, contraction_dtype
 from tidu_compile.frontend.shapes import reshape
 from tidu_compile.frontend.tensor import Tensor, apply1, as_tensor
@@ -17,7 +17,7 @@ __all__ = ["dot", "matmul", "outer"]
 
 def matmul(a: Any, b: Any) -> Tensor:
     """numpy's matmul: 1-d operands are vectors, leading dims broadcast as batch dims."""
-    fast = matmul_2d(a, b)
+    fast = matmul_up_to_2d(a, b)
     if fast is not None:
         return fast
     a_t, b_t = (as_tensor(a), as_tensor(b))
