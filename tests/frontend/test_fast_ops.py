@@ -210,6 +210,73 @@ def test_other_slices_take_the_general_path() -> None:
     traced(x)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+@pytest.mark.parametrize("exponent", [2, 3.0, -1, 0.5, 0.0, -0.0, 1 << 60], ids=repr)
+@pytest.mark.parametrize("shape", [(), (3, 2)])
+def test_a_power_by_a_number_records_what_the_general_path_records(
+    dtype: str, exponent: Any, shape: tuple[int, ...]
+) -> None:
+    for requires_grad in (False, True):
+        x = tc.tensor(_data(dtype, shape, 1), requires_grad=requires_grad)
+        fast = fast_ops.power_by_number(x, exponent)
+        assert fast is not None
+        general = apply_op(ops.Pow(float(exponent)), [x])[0]
+        _same_node(fast, general)
+        _same_node(x**exponent, general)  # the operator takes the fast path
+        _same_node(tc.power(x, exponent), general)
+    (got,) = tc.grad(tc.sum(tc.real(fast_ops.power_by_number(x, exponent))), [x])  # type: ignore[arg-type]
+    (want,) = tc.grad(tc.sum(tc.real(apply_op(ops.Pow(float(exponent)), [x])[0])), [x])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_signed_zero_exponents_are_two_ops() -> None:
+    x = tc.tensor(np.ones(2), requires_grad=True)
+    positive, negative = fast_ops.power_by_number(x, 0.0), fast_ops.power_by_number(x, -0.0)
+    assert positive is not None and negative is not None
+    assert positive._trace is not None and negative._trace is not None
+    assert positive._trace.graph is not negative._trace.graph  # Pow(0.0) != Pow(-0.0)
+    assert "-0.0" in str(negative._trace.graph.graph)
+    assert "-0.0" not in str(positive._trace.graph.graph)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])
+@pytest.mark.parametrize("shape", [(4,), (3, 2), (2, 0, 3)])
+def test_a_total_sum_records_what_the_general_path_records(
+    dtype: str, shape: tuple[int, ...]
+) -> None:
+    for requires_grad in (False, True):
+        x = tc.tensor(_data(dtype, shape, 1), requires_grad=requires_grad)
+        fast = fast_ops.sum_all(x)
+        assert fast is not None
+        general = apply_op(ops.ReduceSum(tuple(range(len(shape))), shape), [x])[0]
+        _same_node(fast, general)
+        _same_node(tc.sum(x), general)  # tc.sum takes the fast path
+    (got,) = tc.grad(tc.real(fast_ops.sum_all(x) * 3.0), [x])  # type: ignore[operator]
+    (want,) = tc.grad(tc.real(apply_op(ops.ReduceSum(tuple(range(len(shape))), shape),
+                                       [x])[0] * 3.0), [x])  # fmt: skip
+    np.testing.assert_array_equal(got, want)
+
+
+def test_other_powers_and_sums_take_the_general_path() -> None:
+    x = tc.tensor(np.arange(1.0, 4.0), requires_grad=True)
+    for exponent in (np.float64(2.0), np.int64(2), True, 2j, x, np.ones(3)):
+        assert fast_ops.power_by_number(x, exponent) is None, exponent
+    integers = tc.tensor(np.arange(3))
+    assert fast_ops.power_by_number(integers, 2) is None  # exact integer powers
+    assert (integers**2).dtype == np.int64
+    assert fast_ops.sum_all(integers) is None  # accumulates in int64
+    assert fast_ops.sum_all(tc.tensor(np.array(2.0))) is None  # 0-d: itself
+    assert fast_ops.sum_all(np.ones(3)) is None
+
+    @tc.function
+    def traced(a: tc.Tensor) -> tc.Tensor:
+        assert fast_ops.power_by_number(a, 2) is None  # traced ops go to the capture
+        assert fast_ops.sum_all(a) is None
+        return tc.sum(a**2)
+
+    traced(x)
+
+
 def test_the_general_path_keeps_everything_else() -> None:
     op = ops.Mul
     x = tc.tensor(np.ones(3), requires_grad=True)

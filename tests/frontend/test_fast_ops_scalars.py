@@ -126,7 +126,7 @@ def test_a_node_draws_its_key_once_when_first_read() -> None:
     assert type(key) is Input and type(key.key) is EagerKey
     assert trace.output_keys == (key,) and y._key is key and trace.output_keys[0] is key
     z = y * 2.0
-    w = tc.sum(z)  # the general path reads z's key
+    w = tc.sum(z, axis=0)  # the general path (an axis given) reads z's key
     assert z._tape_key is not None and z._key is z._trace.output_keys[0]  # type: ignore[union-attr]
     assert len({x._key, y._key, z._key, w._key}) == 4
     node = w._trace

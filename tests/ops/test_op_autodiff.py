@@ -36,6 +36,7 @@ from helpers import (
     real_inner,
     widen_dtype,
 )
+from helpers.pending import never_compiling_executor
 from op_cases import (
     CASES,
     DIFFERENTIABLE_CASES,
@@ -75,22 +76,28 @@ def _evaluate(op: Any, xs: list[np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(y) for y in op.evaluate(*xs)]
 
 
-EXECUTORS = ("reference", "compiled")
+EXECUTORS = ("reference", "compiled", "pending")
+#: Pending nodes run their programs by numpy (``compiler.interpret``): this module's one.
+_PENDING = never_compiling_executor()
 
 
 def _executors_for(case: Case) -> tuple[str, ...]:
-    """Every case on the reference executor; on the compiled one too where two extents
-    are equal (the compiled executor meets every case in ``tests/compiler`` against the
+    """Every case on the reference executor; on the compiled one, and pending (its
+    program by numpy, as while a worker compiles it), too where two extents are equal
+    (the compiled executor meets every case in ``tests/compiler`` against the
     reference, which catches its own bugs; these catch the ones it shares)."""
     return EXECUTORS if has_equal_extents(case) else EXECUTORS[:1]
 
 
 def _executor(name: str, request: pytest.FixtureRequest) -> tc.BackwardExecutor:
-    """The reference executor, or the session's compiled one (``tests/conftest.py``)."""
+    """The reference executor, the session's compiled one (``tests/conftest.py``), or
+    one whose programs stay pending (``helpers.pending``)."""
     if name == "compiled":
         executor = request.getfixturevalue("compiled")
         assert isinstance(executor, CompiledExecutor)
         return executor
+    if name == "pending":
+        return _PENDING
     return ReferenceExecutor()
 
 
@@ -109,7 +116,7 @@ def _runs_natively(executor: tc.BackwardExecutor, nodes: int, what: str) -> Iter
     """For a compiled executor: each of the block's ``nodes`` backward nodes ran a
     compiled plan (compiled now, a cache hit, or native code of its shape class), or the
     block ran the tape's captured whole-backward program; none went to the reference path."""
-    if not isinstance(executor, CompiledExecutor):
+    if not isinstance(executor, CompiledExecutor) or executor is _PENDING:
         yield
         return
     stats = executor.stats
@@ -233,8 +240,11 @@ def test_adjoint(
         assert type_of(t) == out_types[s], f"{case.id}: tangent of slot {s} has {type_of(t)}"
 
     data = executor.execute_forward(PrimitiveGraph(linear.graph), saved)
+    runs = _PENDING.stats.background_runs
     with _runs_natively(executor, 1, case.id):
         ct = executor.run_transposed_linear(linear, u, data, None)
+    if executor is _PENDING:  # its program ran by numpy, not the reference path
+        assert _PENDING.stats.background_runs == runs + 1, f"{case.id}: not run pending"
     assert len(ct) == len(xs)
     for x, c, vi in zip(xs, ct, v, strict=True):
         if vi is None:

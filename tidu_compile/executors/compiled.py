@@ -43,6 +43,7 @@ from tidu_compile.compiler.artifacts import Artifacts, Keys
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.cache import DiskCache, MemoryCache, default_cache_dir
 from tidu_compile.compiler.fast_path import build_fast_call
+from tidu_compile.compiler.interpret import evaluate_program
 from tidu_compile.compiler.native import CodegenRefused
 from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import (
@@ -79,9 +80,6 @@ _F64 = np.dtype(np.float64)
 
 #: ``stats.errors`` keeps this many of the most recent compile errors.
 _MAX_ERRORS = 100
-
-#: ``_route``'s answer for a node a background worker compiles.
-_IN_BACKGROUND = object()
 
 
 def _signature(
@@ -269,8 +267,9 @@ class CompiledExecutor(BackwardExecutor):
         route = self._route(entry, seeds, external_data, needed)
         if type(route) is CompiledPlan:
             return self._run_plan(route, seeds, external_data)
-        background = route is _IN_BACKGROUND
-        return self._run_reference(linear, cotangent_out, external_data, ctx, not background)
+        if type(route) is PendingPlan:  # a worker compiles it: its program, by numpy
+            return self._run_pending(route, seeds, external_data)
+        return self._run_reference(linear, cotangent_out, external_data, ctx)
 
     def _route(
         self,
@@ -280,9 +279,9 @@ class CompiledExecutor(BackwardExecutor):
         needed: tuple[bool, ...] | None,
     ) -> Any:
         """Where the node runs with these arguments: its ``CompiledPlan`` (found in memory,
-        loaded or compiled, or a background compile's, once done), ``_IN_BACKGROUND``
-        (a worker compiles it: the reference path meanwhile) or ``REFERENCE_ONLY`` (the
-        reference path: it cannot be compiled, or its operands are not arrays)."""
+        loaded or compiled, or a background compile's, once done), its ``PendingPlan``
+        (a worker compiles it: its program runs op by op meanwhile) or ``REFERENCE_ONLY``
+        (the reference path: it cannot be compiled, or its operands are not arrays)."""
         if not entry.retained_known:
             self._learn_retained(entry, external_data)
         saved = [external_data.get(k) for k in entry.saved_order]
@@ -300,7 +299,7 @@ class CompiledExecutor(BackwardExecutor):
             compiled = self._settle(entry, signature, compiled)
             if type(compiled) is PendingPlan:  # its native code is not ready yet
                 self.stats.background_runs += 1
-                return _IN_BACKGROUND
+                return compiled
         if type(compiled) is CompiledPlan and entry.plans.get(signature) is compiled:
             entry.last, entry.last_key = compiled, (entry, signature)  # not evicted at once
         return compiled
@@ -314,6 +313,17 @@ class CompiledExecutor(BackwardExecutor):
         if compiled.fallbacks:
             self.stats.fallbacks += compiled.fallbacks
         return compiled.plan.run(args, check=False)
+
+    def _run_pending(
+        self, pending: PendingPlan, seeds: Sequence[Any], external_data: Mapping[ValueKey, Any]
+    ) -> list[Any]:
+        """A node whose plan a worker compiles: its program evaluated by numpy
+        (``compiler.interpret``), on the arguments the plan will take."""
+        program = pending.submitted.program
+        order = pending.order
+        args = [seeds[s.index] if s.kind == "seed" else external_data.get(order[s.index])
+                for s in program.arg_sources]  # fmt: skip
+        return evaluate_program(program, args)
 
     def run_graph(self, graph: RecordedGraph, inputs: Sequence[Any]) -> list[Any]:
         """``graph``'s outputs for ``inputs`` as native code, compiled once per graph
@@ -549,9 +559,8 @@ class CompiledExecutor(BackwardExecutor):
         cotangent_out: Sequence[Any],
         external_data: Mapping[ValueKey, Any],
         ctx: Any,
-        fallback: bool = True,
     ) -> list[Any]:
-        self.stats.fallbacks += fallback
+        self.stats.fallbacks += 1
         residuals = self._reference.execute_forward(PrimitiveGraph(linear.graph), external_data)
         return self._reference.run_transposed_linear(linear, cotangent_out, residuals, ctx)
 

@@ -5,7 +5,8 @@ Plans are kept by ``(graph structure, input types)`` in the executor's ``_graph_
 (single flight under its lock, bounded by ``memory.max_entries``); the last plan of a
 structure is tried first through its generated fast call (``executors.graph_fast``),
 which checks every input's shape, strides and dtype. A plan still compiling in the
-background, or a graph that does not compile, runs on ``reference`` (numpy, op by op).
+background runs its program by numpy (``compiler.interpret``); a graph that does not
+compile runs on ``reference`` (the graph itself, op by op).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tidu_compile.compiler.interpret import evaluate_program
 from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import graph_program
 from tidu_compile.eager import RecordedGraph
@@ -60,9 +62,9 @@ def run_graph(
                 self._graph_plans[key] = plan
     elif type(plan) is BoundPlan:
         self.stats.memory_hits += 1
-    if type(plan) is Submitted:  # compiling in the background: evaluate op by op
+    if type(plan) is Submitted:  # compiling in the background: its program, op by op
         self.stats.background_runs += 1
-        return reference(graph, inputs)
+        return evaluate_program(plan.program, inputs)
     if plan is REFERENCE_ONLY:
         self.stats.fallbacks += 1
         return reference(graph, inputs)

@@ -135,6 +135,9 @@ def power(x: Any, exponent: Any) -> Tensor:
     negative one is numpy's ``ValueError``). Any other exponent (a tensor, an array, a
     complex number) is ``Power``, differentiable in both operands (``2 ** x`` is
     ``power(2, x)``)."""
+    fast = fast_ops.power_by_number(x, exponent)  # a float tensor ** a Python number
+    if fast is not None:
+        return fast
     real_number = isinstance(exponent, (int, float, np.integer, np.floating))
     if real_number and not isinstance(exponent, bool):
         base = as_tensor(x)

@@ -39,6 +39,7 @@ the thread's state read only when needed, 11,200 now.
 from __future__ import annotations
 
 import functools
+import math
 import operator
 import sys
 from collections.abc import Callable
@@ -54,7 +55,7 @@ from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
 
 __all__ = [
     "BINARY_OPERATORS", "SPECS", "UNARY_OPERATORS", "Spec", "binary", "fast_binary",
-    "fast_unary", "matmul_up_to_2d", "slice_leading", "unary",
+    "fast_unary", "matmul_up_to_2d", "power_by_number", "slice_leading", "sum_all", "unary",
 ]  # fmt: skip
 
 Spec = tuple[np.ufunc, RecordedGraph, frozenset[np.dtype], Callable[[Any, Any], Any] | None]
@@ -385,6 +386,58 @@ def _slice_op(
 ) -> tuple[ops.Slice, RecordedGraph]:
     rest = len(shape) - 1
     op = ops.Slice((first,) + (0,) * rest, (stride,) + (1,) * rest, (count, *shape[1:]), shape)
+    return op, recorded_graph_for(op)
+
+
+def power_by_number(x: Any, exponent: Any) -> Tensor | None:
+    """``x ** exponent`` for a float or complex tensor and a Python ``int`` or ``float``
+    exponent, outside ``@tc.function`` traces: the ``Pow`` node the general path
+    (``elementwise.power``) records, its op and graph made once per exponent; None for
+    anything else (integer tensors, other exponents: the general path)."""
+    kind = type(exponent)
+    if type(x) is not Tensor or (kind is not float and kind is not int):
+        return None
+    data = x._data
+    if data.dtype not in _CONTRACTION_DTYPES or (_special[0] and THREAD_STATE.capture is not None):
+        return None
+    number = float(exponent)
+    op, graph = _pow_op(number, math.copysign(1.0, number))  # Pow(-0.0) is not Pow(0.0)
+    out = op.evaluate(data)[0]
+    out.setflags(False)  # type: ignore[call-arg]
+    if not (x._requires_grad and (not _special[0] or THREAD_STATE.grad_enabled)):
+        return _plain(out)
+    return _recorded(graph, x, None, out, None)
+
+
+@functools.lru_cache(maxsize=256)
+def _pow_op(exponent: float, sign: float) -> tuple[ops.Pow, RecordedGraph]:
+    op = ops.Pow(exponent)
+    return op, recorded_graph_for(op)
+
+
+def sum_all(x: Any) -> Tensor | None:
+    """``tc.sum(x)`` over every axis of a float or complex tensor of at least one
+    dimension, outside ``@tc.function`` traces: the ``ReduceSum`` node the general path
+    (``reductions.sum``) records, its op and graph made once per shape; None for anything
+    else (integers accumulate in int64 there, a 0-d ``x`` is itself)."""
+    if type(x) is not Tensor:
+        return None
+    data = x._data
+    shape = data.shape
+    if (not shape or data.dtype not in _CONTRACTION_DTYPES
+            or (_special[0] and THREAD_STATE.capture is not None)):  # fmt: skip
+        return None
+    op, graph = _sum_op(shape)
+    out = np.asarray(op.evaluate(data)[0])
+    out.setflags(False)  # type: ignore[call-arg]
+    if not (x._requires_grad and (not _special[0] or THREAD_STATE.grad_enabled)):
+        return _plain(out)
+    return _recorded(graph, x, None, out, None)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sum_op(shape: tuple[int, ...]) -> tuple[ops.ReduceSum, RecordedGraph]:
+    op = ops.ReduceSum(tuple(range(len(shape))), shape)
     return op, recorded_graph_for(op)
 
 

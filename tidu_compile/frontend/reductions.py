@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tidu_compile import ops
+from tidu_compile.frontend import fast_ops
 from tidu_compile.frontend.elementwise import compare, where
 from tidu_compile.frontend.promotion import accumulated, unary_input
 from tidu_compile.frontend.shapes import reshape
@@ -75,6 +76,10 @@ def _reduce(op: type[ops.Reduction], x: Tensor, axis: Any, keepdims: bool) -> Te
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
     """Sum over ``axis`` (None: all axes; int or tuple); integers and bool exactly, in
     int64 (uint64 for unsigned ones), as numpy."""
+    if axis is None and not keepdims:  # a float tensor's total: the fast path's
+        fast = fast_ops.sum_all(x)
+        if fast is not None:
+            return fast
     return _reduce(ops.ReduceSum, accumulated(x), axis, keepdims)
 
 
