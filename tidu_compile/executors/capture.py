@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidu_compile.compiler.fast_path import build_fast_call
+from tidu_compile.compiler.interpret import evaluate_program
 from tidu_compile.compiler.plan import BoundPlan
 from tidu_compile.compiler.program import (
     MissingSavedValue,
@@ -44,7 +45,12 @@ from tidu_compile.compiler.program import (
 )
 from tidu_compile.compiler.tape_program import Address, TapeNode, TapeProgram, tape_program
 from tidu_compile.eager import Trace, visiting_order
-from tidu_compile.executors.node_plans import REFERENCE_ONLY, CompileForbiddenError, NodeEntry
+from tidu_compile.executors.node_plans import (
+    REFERENCE_ONLY,
+    CompileForbiddenError,
+    NodeEntry,
+    PendingPlan,
+)
 from tidu_compile.executors.tiered import Submitted
 from tidu_compile.graph import ValueKey
 from tidu_compile.ops.base import TensorType, type_of
@@ -122,6 +128,13 @@ def _node_entry(
     if saved is not None and not entry.retained_known:
         executor._learn_retained(entry, saved)
     return entry
+
+
+def _nodes_pending(layout: _Layout) -> bool:
+    """Whether some node of ``layout`` still waits for its worker (a plan whose worker is
+    done is native from the node's next run: then the per-node path runs)."""
+    return any(type(plan) is PendingPlan and not plan.submitted.ready()
+               for entry in layout.entries for plan in entry.plans.values())  # fmt: skip
 
 
 def _tape(output_key: ValueKey, output_trace: Trace, wanted: Container[ValueKey] | None) -> _Tape:
@@ -211,7 +224,11 @@ class TapeCapture:
         if last is not None and last.fast is not None:  # its fast call checks the types
             outputs = last.fast((seed,), dict(enumerate(values)))
             if outputs is not None:
-                return self._results(tape, last, seed, outputs)
+                stats = self.executor.stats
+                stats.captured_runs += 1
+                stats.memory_hits += 1
+                stats.fallbacks += last.plan.plan.fallback_count
+                return self._results(tape, last.results, seed, outputs)
         try:
             signature = (
                 (seed.shape, seed.dtype),
@@ -222,6 +239,14 @@ class TapeCapture:
         captured = layout.plans.get(signature)
         if captured is None or type(captured) is _Pending:
             captured = self._obtain(tape, layout, signature, captured, seed, values, ctx)
+        if type(captured) is _Pending and _nodes_pending(layout):
+            # Neither it nor its nodes are native yet: its program by numpy, in one go
+            # (the per-node path would run each node's program so, one by one).
+            built = captured.built
+            args = [values[layout.offsets[p] + i] for p, i in built.saved]
+            self.executor.stats.background_runs += 1
+            return self._results(tape, built.results, seed,
+                                 evaluate_program(built.program, [seed, *args]))  # fmt: skip
         if type(captured) is not _Captured:
             return None
         if captured.fast is not None:
@@ -229,18 +254,18 @@ class TapeCapture:
         outputs = captured.plan.run(
             [seed, *[values[i] for i in captured.args]], check=False
         )
-        return self._results(tape, captured, seed, outputs)
-
-    def _results(
-        self, tape: _Tape, captured: _Captured, seed: Any, outputs: Sequence[Any]
-    ) -> dict[ValueKey, Any]:
-        """The captured program's ``outputs`` by the tape's keys; the counters."""
         stats = self.executor.stats
         stats.captured_runs += 1
         stats.memory_hits += 1  # the program was found in memory
         stats.fallbacks += captured.plan.plan.fallback_count
+        return self._results(tape, captured.results, seed, outputs)
+
+    def _results(
+        self, tape: _Tape, results: Sequence[Address], seed: Any, outputs: Sequence[Any]
+    ) -> dict[ValueKey, Any]:
+        """The tape program's ``outputs`` by the tape's keys."""
         cotangents: dict[ValueKey, Any] = {tape.nodes[0].output_keys[tape.root_slot]: seed}
-        for address, value in zip(captured.results, outputs, strict=True):
+        for address, value in zip(results, outputs, strict=True):
             if address[0] == "leaf":
                 cotangents[tape.leaves[address[1]]] = value
             else:
