@@ -15,10 +15,12 @@ to ``TapeCapture.run``:
    their saved values) is known, and the types of those saved values and of the seed
    select the program: the nodes' backward programs spliced into one
    (``compiler.tape_program``), fused across node boundaries by the pipeline, cached in
-   memory and on disk like a node's program. With ``background`` a worker compiles it
-   while the per-node path runs; from the first backward after it is done, the whole
-   sweep is one native call (``stats.captured`` counts the programs that took over,
-   ``stats.captured_runs`` the sweeps they ran).
+   memory and on disk like a node's program. With ``background`` a worker compiles it;
+   meanwhile, while some node's own program is still being compiled too, the spliced
+   program runs by numpy in one go (``compiler.interpret``), else the per-node path
+   runs; from the first backward after it is done, the whole sweep is one native call
+   (``stats.captured`` counts the programs that took over, ``stats.captured_runs`` the
+   sweeps they ran).
 
 Anything the capture cannot serve (operands that are not arrays, a node that does not
 compile, a program ``forbid_compile`` keeps from compiling, a tape of one node or of
@@ -97,7 +99,8 @@ class _Captured:
 
 @dataclass(frozen=True, eq=False)
 class _Pending:
-    """A whole-tape program a background worker compiles (the per-node path meanwhile)."""
+    """A whole-tape program a background worker compiles (by numpy meanwhile, or node by
+    node once the nodes are native: ``TapeCapture.run``)."""
 
     submitted: Submitted
     built: TapeProgram
@@ -224,11 +227,7 @@ class TapeCapture:
         if last is not None and last.fast is not None:  # its fast call checks the types
             outputs = last.fast((seed,), dict(enumerate(values)))
             if outputs is not None:
-                stats = self.executor.stats
-                stats.captured_runs += 1
-                stats.memory_hits += 1
-                stats.fallbacks += last.plan.plan.fallback_count
-                return self._results(tape, last.results, seed, outputs)
+                return self._native_results(tape, last, seed, outputs)
         try:
             signature = (
                 (seed.shape, seed.dtype),
@@ -254,6 +253,12 @@ class TapeCapture:
         outputs = captured.plan.run(
             [seed, *[values[i] for i in captured.args]], check=False
         )
+        return self._native_results(tape, captured, seed, outputs)
+
+    def _native_results(
+        self, tape: _Tape, captured: _Captured, seed: Any, outputs: Sequence[Any]
+    ) -> dict[ValueKey, Any]:
+        """The compiled program's ``outputs`` by the tape's keys; the counters."""
         stats = self.executor.stats
         stats.captured_runs += 1
         stats.memory_hits += 1  # the program was found in memory
