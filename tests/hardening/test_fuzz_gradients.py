@@ -6,6 +6,8 @@ multiplies the count, see ``fuzz_report``) and reports what it tried. Per progra
 1. compiled vs reference gradients at the program's dtype;
 2. the same with NaN/inf in the inputs: the IEEE results must agree (``equal_nan``) and
    no new kernel may be compiled (non-finite values never change which kernel runs);
+   the program's gradients while pending too (``helpers.pending``: node by node, then
+   as one whole-tape program, by numpy) against the reference;
 3. reference gradients vs central differences, in double precision. A mismatch where
    two step sizes disagree with each other is a kink (``maximum``, ``where``, a branch
    cut) met by the perturbation, not a bug: it is counted as skipped.
@@ -24,6 +26,7 @@ from fuzz_programs import FuzzProgram, Step, make_program, wide_dtype
 from fuzz_report import FuzzCounts, case_count, first_seed, timeout_seconds
 from fuzz_table import TABLE_OPS
 from helpers.numeric import central_difference_grad
+from helpers.pending import never_compiling_executor
 
 import tidu_compile as tc
 from tidu_compile.executors.compiled import CompiledExecutor
@@ -88,6 +91,10 @@ class Executors:
         return self.capturing.stats.fallbacks + self.per_node.stats.fallbacks
 
 
+#: Every program's pending runs (it compiles nothing; its caches are bounded).
+PENDING = never_compiling_executor(capture=True)
+
+
 def check_program(program: FuzzProgram, executor: CompiledExecutor, counts: FuzzCounts) -> None:
     reference = tc.ReferenceExecutor()
     arrays = program.arrays()
@@ -102,6 +109,15 @@ def check_program(program: FuzzProgram, executor: CompiledExecutor, counts: Fuzz
         problem = mismatch(got, expected, tolerance(program.dtype))
         if problem:
             counts.fail(f"compiled ({path}) vs reference: {problem} [{program.describe()}]")
+
+    # While a worker would compile it: its programs by numpy, node by node, then (a tape
+    # of several nodes) as one whole-tape program.
+    for path in ("per-node", "whole tape"):
+        got = gradients(program, PENDING, arrays)
+        counts.inputs += 1
+        problem = mismatch(got, expected, tolerance(program.dtype))
+        if problem:
+            counts.fail(f"pending ({path}) vs reference: {problem} [{program.describe()}]")
 
     # Non-finite inputs: IEEE results on both paths, and the very same kernels.
     poisoned = [a.copy() for a in arrays]
@@ -161,7 +177,7 @@ def test_fuzz_compiled_reference_and_finite_differences() -> None:
     counts.finish()
     print(counts.line(), f"compiles={executors.capturing.stats.compiles}"
           f"+{executors.per_node.stats.compiles}")  # fmt: skip
-    assert counts.programs == total and counts.inputs == 4 * total
+    assert counts.programs == total and counts.inputs == 6 * total
     assert not counts.failures, "\n".join(counts.failures[:10])
     assert counts.skipped <= max(2, counts.programs // 5), "too many non-smooth programs"
 
