@@ -104,6 +104,7 @@ class _Pending:
 
     submitted: Submitted
     built: TapeProgram
+    args: tuple[int, ...]  # per saved argument: its index among the layout's values
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,10 +243,9 @@ class TapeCapture:
             # Neither it nor its nodes are native yet: its program by numpy, in one go
             # (the per-node path would run each node's program so, one by one).
             built = captured.built
-            args = [values[layout.offsets[p] + i] for p, i in built.saved]
             self.executor.stats.background_runs += 1
-            return self._results(tape, built.results, seed,
-                                 evaluate_program(built.program, [seed, *args]))  # fmt: skip
+            args = [seed, *[values[i] for i in captured.args]]
+            return self._results(tape, built.results, seed, evaluate_program(built.program, args))
         if type(captured) is not _Captured:
             return None
         if captured.fast is not None:
@@ -350,10 +350,10 @@ class TapeCapture:
         """``found`` (what compiling ``built`` gave) as what ``layout.plans`` keeps."""
         if found is REFERENCE_ONLY:
             return REFERENCE_ONLY
-        if isinstance(found, Submitted):
-            return _Pending(found, built)
-        self.executor.stats.captured += 1
         args = tuple(layout.offsets[p] + i for p, i in built.saved)
+        if isinstance(found, Submitted):
+            return _Pending(found, built, args)
+        self.executor.stats.captured += 1
         bound = found[1]
         fast = None
         if all(v is not None for v in values):  # the fast call cannot check absence

@@ -121,6 +121,7 @@ class ForwardPlan:
         read = {r.id for n in (*prelude, *self.indexing) for r in n.inputs if isinstance(r, Local)}
         self._integer_inputs = tuple(i for i in graph.inputs
                                      if i in read and _is_integer(traced_values[i]))  # fmt: skip
+        self._prelude_outputs = tuple(o for n in prelude for o in n.outputs)
         self._last: tuple[tuple[np.ndarray, ...], tuple[tuple[int, np.ndarray], ...]] | None
         self._last = None
         self.program_ids = tuple(i for i in needs if i not in known)
@@ -167,7 +168,7 @@ class ForwardPlan:
         _evaluate_nodes(self.prelude, values)
         for node in self.indexing:
             node.operation.where([values[r.id] for r in node.inputs[1:]])  # type: ignore[attr-defined, union-attr]
-        outputs = [o for n in self.prelude for o in n.outputs]
+        outputs = self._prelude_outputs
         if (
             self._integer_inputs
             and sum(a.nbytes for a in integers) <= REUSED_BYTES

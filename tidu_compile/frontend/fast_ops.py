@@ -146,6 +146,14 @@ def _recorded(
     return tensor
 
 
+def _of_one_operand(graph: RecordedGraph, x: Tensor, out: np.ndarray) -> Tensor:
+    """``out``, the value of ``graph``'s one op on ``x``: a new tape node's output when
+    ``x`` requires a gradient and recording is on, else a plain tensor."""
+    if not (x._requires_grad and (not _special[0] or THREAD_STATE.grad_enabled)):
+        return _plain(out)
+    return _recorded(graph, x, None, out, None)
+
+
 def _float64(spec: Spec, x: float, y: float) -> np.ndarray:
     """``op(x, y)`` for two float64 values as a 0-d array (writable: the caller freezes
     it). Python's float arithmetic when its result is a normal number: IEEE 754 rounds it
@@ -303,9 +311,7 @@ def _broadcast(x: Tensor, shape: tuple[int, ...]) -> Tensor:
     if data.shape == shape:
         return x
     out = np.broadcast_to(data, shape)  # read-only, as ``BroadcastInDim.evaluate``'s
-    if not (x._requires_grad and (not _special[0] or THREAD_STATE.grad_enabled)):
-        return _plain(out)
-    return _recorded(_broadcast_graph(shape, data.shape), x, None, out, None)
+    return _of_one_operand(_broadcast_graph(shape, data.shape), x, out)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -375,9 +381,7 @@ def slice_leading(x: Any, key: slice) -> Tensor | None:
         return x
     op, graph = _slice_op(first, stride, count, shape)
     out = op.evaluate(data)[0]  # a view of frozen data: frozen
-    if not (x._requires_grad and (not _special[0] or THREAD_STATE.grad_enabled)):
-        return _plain(out)
-    return _recorded(graph, x, None, out, None)
+    return _of_one_operand(graph, x, out)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -404,9 +408,7 @@ def power_by_number(x: Any, exponent: Any) -> Tensor | None:
     op, graph = _pow_op(number, math.copysign(1.0, number))  # Pow(-0.0) is not Pow(0.0)
     out = op.evaluate(data)[0]
     out.setflags(False)  # type: ignore[call-arg]
-    if not (x._requires_grad and (not _special[0] or THREAD_STATE.grad_enabled)):
-        return _plain(out)
-    return _recorded(graph, x, None, out, None)
+    return _of_one_operand(graph, x, out)
 
 
 @functools.lru_cache(maxsize=256)
@@ -430,9 +432,7 @@ def sum_all(x: Any) -> Tensor | None:
     op, graph = _sum_op(shape)
     out = np.asarray(op.evaluate(data)[0])
     out.setflags(False)  # type: ignore[call-arg]
-    if not (x._requires_grad and (not _special[0] or THREAD_STATE.grad_enabled)):
-        return _plain(out)
-    return _recorded(graph, x, None, out, None)
+    return _of_one_operand(graph, x, out)
 
 
 @functools.lru_cache(maxsize=1024)
