@@ -72,8 +72,13 @@ def pytest_runtest_makereport(
 
 @pytest.fixture(scope="session")
 def shared_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One disk cache for the session, so repeated programs compile once."""
-    return tmp_path_factory.mktemp("tidu-cache")
+    """One disk cache for the session, so repeated programs compile once: under xdist,
+    one for all workers (in the run's base directory, the parent of each worker's)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return tmp_path_factory.mktemp("tidu-cache")
+    shared = tmp_path_factory.getbasetemp().parent / "tidu-cache"
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 @pytest.fixture(scope="session")
