@@ -100,7 +100,7 @@ class ScanBodies(Protocol):
     def primitive_of(self, op: Operation) -> Any: ...
 
 
-#: The compiler's side of the pass (None until ``compiler.scan_bodies`` is imported).
+#: The compiler's side of the pass (None until ``compiler.stages`` first lists the passes).
 SCAN_BODIES: ScanBodies | None = None
 
 

@@ -2,8 +2,8 @@
 
 The pass makes a ``tidu.scan`` one kernel from its body's kernels, so it lowers the body
 through the stages as any program; a pass cannot import the compiler, which sits above
-the passes, so the stage table installs this object in the pass module when it loads
-(``compiler.stages``, giving it its own ``walk``).
+the passes, so the stage table installs this object in the pass module before its
+first pass runs (``compiler.stages.available_passes``, giving it its own ``walk``).
 """
 
 from __future__ import annotations

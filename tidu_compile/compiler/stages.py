@@ -46,14 +46,14 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
+from typing import TYPE_CHECKING, Any, Literal
 
 from tidu_compile.ad import linear_transpose
-from tidu_compile.compiler import scan_bodies
+
+if TYPE_CHECKING:  # xDSL is imported by the first walk, not by the table (the CLI's parser)
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.passes import ModulePass
 
 __all__ = [
     "GRAPH_STAGES",
@@ -74,7 +74,7 @@ __all__ = [
 
 StageKind = Literal["graph", "mlir", "kernels", "text", "object"]
 
-AfterPass = Callable[[ModulePass, ModuleOp], None]
+AfterPass = Callable[["ModulePass", "ModuleOp"], None]
 """Called after each pass with the pass and the module."""
 
 
@@ -284,6 +284,7 @@ def walk(
 
 def tidu_context() -> Context:
     """A context with the tidu dialect and every standard dialect the pipeline uses."""
+    from xdsl.context import Context
     from xdsl.dialects import get_all_dialects
 
     from tidu_compile.dialects.tidu import Tidu
@@ -296,12 +297,23 @@ def tidu_context() -> Context:
 
 
 def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """xDSL's passes plus ours, by name (ours win on a clash)."""
+    """xDSL's passes plus ours, by name (ours win on a clash), ``tidu-lower-control``
+    given the compiler's side (``_install_scan_bodies``)."""
     from xdsl.transforms import get_all_passes as xdsl_passes
 
     from tidu_compile.passes import get_all_passes
 
+    _install_scan_bodies()
     return {**xdsl_passes(), **get_all_passes()}
+
+
+@functools.cache
+def _install_scan_bodies() -> None:
+    """Give ``tidu-lower-control`` this table's walk for scan bodies, once, before any
+    pass runs (here, not at import: the table is imported without xDSL)."""
+    from tidu_compile.compiler import scan_bodies
+
+    scan_bodies.install(_body_to_loops)
 
 
 @functools.lru_cache(maxsize=64)
@@ -310,6 +322,7 @@ def parse_passes(spec: str) -> tuple[ModulePass, ...]:
 
     ``ValueError`` for an unknown pass or a malformed spec.
     """
+    from xdsl.passes import PassPipeline
     from xdsl.utils.exceptions import ArgSpecParseError
 
     try:
@@ -395,6 +408,3 @@ def _body_to_loops(program: Any) -> ModuleOp:
     """A scan body's ``loops``-stage module, for ``tidu-lower-control``."""
     options = RunOptions(function="body", verify_each=False, verify_results=False)
     return walk(program, "program", "loops", options)  # type: ignore[no-any-return]
-
-
-scan_bodies.install(_body_to_loops)

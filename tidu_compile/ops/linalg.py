@@ -42,8 +42,6 @@ import functools
 from typing import ClassVar
 
 import numpy as np
-import scipy.linalg
-import scipy.linalg.lapack
 
 from tidu_compile.ad import ADRuleError, ADRuleKind
 from tidu_compile.ops.base import (
@@ -270,6 +268,8 @@ class TriangularSolve(_SolveBase):
     status_error = "singular matrix: resolution failed at diagonal {diagonal}"
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        import scipy.linalg
+
         def solve(a: np.ndarray, rhs: np.ndarray) -> np.ndarray:
             return scipy.linalg.solve_triangular(
                 a, rhs, trans=1 if self.transpose_a else 0, lower=not self.upper,
@@ -328,6 +328,8 @@ class Cholesky(LinalgOp):
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         """LAPACK's ``potrf`` matrix by matrix (scipy's binding: no checks; numpy's
         gufunc is slower on one matrix)."""
+        import scipy.linalg.lapack
+
         a = arrays[0]
         (potrf,) = scipy.linalg.lapack.get_lapack_funcs(("potrf",), (a,))
 

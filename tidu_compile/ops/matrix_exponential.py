@@ -20,7 +20,6 @@ Higham's ``expm_frechet``), matrix by matrix over the batch; real and complex dt
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from tidu_compile.ad import ADRuleError, ADRuleKind
 from tidu_compile.ops.base import TensorType, active, add_tangents, apply, linear, primitive
@@ -47,6 +46,8 @@ class Expm(LinalgOp):
         return (inputs[0],)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        import scipy.linalg
+
         a = arrays[0]
         return (batched(scipy.linalg.expm, a.shape, a).astype(a.dtype),)
 
@@ -78,6 +79,8 @@ class ExpmFrechet(LinalgOp):
         return (a,)
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        import scipy.linalg
+
         def frechet(a: np.ndarray, e: np.ndarray) -> np.ndarray:
             return scipy.linalg.expm_frechet(a, e, compute_expm=False, check_finite=False)
 
@@ -85,6 +88,8 @@ class ExpmFrechet(LinalgOp):
 
     def oracle(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         """The top-right block of ``expm([[A, E], [0, A]])``."""
+        import scipy.linalg
+
         a, e = arrays
         n = a.shape[-1]
         block = np.zeros((*a.shape[:-2], 2 * n, 2 * n), np.result_type(a, e))

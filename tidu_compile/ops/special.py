@@ -28,22 +28,28 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy.special
 
 from tidu_compile.ops.base import FLOAT_DTYPES, apply, primitive
 from tidu_compile.ops.elementwise import Add, Div, Exp, FullLike, Mul, Neg, Scale, Shift, Unary
 
 
-def _keeping_dtype(fn: Callable[..., Any]) -> Callable[[np.ndarray], np.ndarray]:
-    def evaluate(x: np.ndarray) -> np.ndarray:
-        return np.asarray(fn(x), dtype=np.result_type(x))
+def _keeping_dtype(name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """``scipy.special.<name>`` in the dtype of its input (scipy imported at the first
+    call: it is a third of ``import tidu_compile``)."""
 
-    evaluate.__name__ = getattr(fn, "__name__", "special")
+    def evaluate(x: np.ndarray) -> np.ndarray:
+        import scipy.special
+
+        return np.asarray(getattr(scipy.special, name)(x), dtype=np.result_type(x))
+
+    evaluate.__name__ = name
     return evaluate
 
 
 def numpy_trigamma(x: np.ndarray) -> np.ndarray:
     """``scipy.special.polygamma(1, x)`` in the dtype of ``x``."""
+    import scipy.special
+
     return np.asarray(scipy.special.polygamma(1, x), dtype=np.result_type(x))
 
 
@@ -80,6 +86,8 @@ def numpy_erfc(x: np.ndarray) -> np.ndarray:
     """``erfc(x)`` in the dtype of ``x``; past 1/2 as ``erfcx(x) exp(-x^2)`` with ``x^2``
     split exactly into ``s + e`` (Dekker), ``exp(-s) exp(-e)``: scipy's own ``erfc``
     rounds ``x^2`` first, which costs it up to ~500 ulps near its underflow (x ~ 26)."""
+    import scipy.special
+
     wide = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):
         square = wide * wide
@@ -98,7 +106,7 @@ class Gammaln(Unary):
     """``log |Gamma(x)|`` (``scipy.special.gammaln``); ``dy = dx * digamma(x)``."""
 
     allowed_dtypes = FLOAT_DTYPES
-    numpy_fn = _keeping_dtype(scipy.special.gammaln)
+    numpy_fn = _keeping_dtype("gammaln")
     domain = "positive"
 
     def derivative(self, b, x, y):
@@ -110,7 +118,7 @@ class Digamma(Unary):
     """``d/dx log Gamma(x)`` (``scipy.special.digamma``); ``dy = dx * trigamma(x)``."""
 
     allowed_dtypes = FLOAT_DTYPES
-    numpy_fn = _keeping_dtype(scipy.special.digamma)
+    numpy_fn = _keeping_dtype("digamma")
     domain = "positive"
 
     def derivative(self, b, x, y):
@@ -147,7 +155,7 @@ class Erfinv(Unary):
     ``dy = dx * sqrt(pi)/2 exp(y^2)``."""
 
     allowed_dtypes = FLOAT_DTYPES
-    numpy_fn = _keeping_dtype(scipy.special.erfinv)
+    numpy_fn = _keeping_dtype("erfinv")
     domain = "open_unit"
 
     def derivative(self, b, x, y):
