@@ -11,7 +11,9 @@ op, ~80 numpy 0-d ops. For the common case this module does only what the call n
   tensors of one dtype whose shapes broadcast (``x @ w + b``) are first broadcast as the
   general path does it, each by its own ``BroadcastInDim`` node where it records one
   (``_broadcast_pair``: a third of the general path's cost, measured on the MLP's bias);
-* the op's ufunc on the data (what ``Elementwise.evaluate`` calls); on 0-d float64
+* the op's ufunc on the data (what ``Elementwise.evaluate`` calls), or for a large
+  tensor and a transcendental op the executor's compiled kernel (``native_elementwise``:
+  numpy's loop there is scalar libm calls); on 0-d float64
   data, Python's float arithmetic or the ufunc on Python floats (``_float64``: the same
   bits and warnings at a third of the cost of a ufunc on 0-d arrays);
 * per op class, once: the recorded one-op graph and the dtypes the op allows (``SPECS``),
@@ -49,6 +51,7 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.eager import CHANGES, RecordedGraph, Trace
+from tidu_compile.frontend.native_elementwise import NATIVE_ELEMENTS, NATIVE_OPS, native_result
 from tidu_compile.frontend.state import RECORDER, SPECIAL_THREADS, THREAD_STATE
 from tidu_compile.frontend.tensor import CONSTANT_KEY, Tensor, recorded_graph_for
 from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
@@ -178,6 +181,7 @@ def fast_unary(op: type[TensorOp], general: Callable[[Any], Any]) -> Callable[[A
     and dtypes bound once), else ``general(x)``. Its body is the whole path, node included:
     a Python call costs ~400 instructions, ~5% of a recorded op."""
     ufunc, graph, dtypes, _ = SPECS[op]
+    native = op.__name__ in NATIVE_OPS  # large tensors: compiled kernels (native_elementwise)
 
     def function(x: Any) -> Any:
         if type(x) is Tensor:
@@ -185,7 +189,11 @@ def fast_unary(op: type[TensorOp], general: Callable[[Any], Any]) -> Callable[[A
             dtype = data.dtype
             if dtype in dtypes and (not _special[0] or THREAD_STATE.capture is None):
                 if data.ndim:
-                    out = ufunc(data)
+                    out = None
+                    if native and data.size >= NATIVE_ELEMENTS:
+                        out = native_result(graph, data)
+                    if out is None:
+                        out = ufunc(data)
                 elif dtype is _F64:  # numpy's loop on a Python float: 1/3 of a 0-d array's cost
                     out = _array(ufunc(float(data)))
                 else:  # a 0-d result would come back as a numpy scalar: ask for an array

@@ -1,0 +1,102 @@
+"""The eager path's large transcendental results come from the compiled kernels
+(``frontend.native_elementwise``): for every op of ``NATIVE_OPS``, a float32 or float64
+tensor of ``NATIVE_ELEMENTS`` elements runs its one-op program on a ``CompiledExecutor``
+and matches numpy as the lowering rows must (a few ulps, the same NaN and inf pattern
+and signs of zero, on the rows' edge values); a smaller, strided or complex tensor, or
+the ``ReferenceExecutor``, gets numpy's ufunc bit for bit; gradients are unchanged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_lowering_rows import _check, _inputs
+
+import tidu_compile as tc
+from tidu_compile import ops
+from tidu_compile.executors.compiled import CompiledExecutor
+from tidu_compile.frontend import fast_ops
+from tidu_compile.frontend.native_elementwise import NATIVE_ELEMENTS, NATIVE_OPS
+
+NATIVE = sorted((op for op in fast_ops.SPECS if op.__name__ in NATIVE_OPS),
+                key=lambda op: op.__name__)  # fmt: skip
+
+
+def _runs(executor: CompiledExecutor) -> int:
+    """Programs the executor ran or compiled for ``run_graph`` and backward nodes."""
+    stats = executor.stats
+    return stats.compiles + stats.memory_hits + stats.disk_hits + stats.generic_hits
+
+
+@pytest.fixture(scope="module")
+def executor(shared_cache_dir: Path) -> CompiledExecutor:
+    return CompiledExecutor(shared_cache_dir)
+
+
+def test_every_native_op_has_a_fast_path() -> None:
+    assert {op.__name__ for op in NATIVE} == NATIVE_OPS
+    # their kernels are NaN past 1.5 * 2^22 in float32, where numpy's are right
+    assert not {"Sin", "Cos", "Tan"} & NATIVE_OPS
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("primitive", NATIVE, ids=lambda p: p.mnemonic)
+def test_a_large_tensor_runs_the_kernel_and_matches_numpy(
+    executor: CompiledExecutor, primitive: type[ops.TensorOp], dtype: str
+) -> None:
+    x = np.resize(_inputs(primitive, dtype, np.random.default_rng(5)), NATIVE_ELEMENTS)
+    function = fast_ops.SPECS[primitive]
+    before, fallbacks = _runs(executor), executor.stats.fallbacks
+    with tc.use_executor(executor):
+        got = function_of(primitive)(tc.tensor(x)).numpy()
+    assert _runs(executor) == before + 1 and executor.stats.fallbacks == fallbacks
+    with np.errstate(all="ignore"):
+        want = function[0](x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    _check(primitive, got, want, x)
+
+
+def function_of(primitive: type[ops.TensorOp]):  # type: ignore[no-untyped-def]
+    """The frontend function of ``primitive`` (``tc.tanh`` for ``Tanh``)."""
+    return getattr(tc, primitive.mnemonic)
+
+
+def _values(n: int) -> tc.Tensor:
+    return tc.tensor(np.linspace(-2.0, 2.0, n))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: _values(NATIVE_ELEMENTS - 1), id="smaller"),
+        pytest.param(lambda: _values(2 * NATIVE_ELEMENTS)[::2], id="strided"),
+        pytest.param(lambda: _values(NATIVE_ELEMENTS).reshape(128, -1).T, id="transposed"),
+        pytest.param(lambda: _values(NATIVE_ELEMENTS) * (1 + 1j), id="complex"),
+    ],
+)
+def test_other_tensors_get_numpys_values_bit_for_bit(make, executor: CompiledExecutor) -> None:  # type: ignore[no-untyped-def]
+    x = make()
+    before = _runs(executor)
+    with tc.use_executor(executor):
+        got = tc.tanh(x).numpy()
+    assert _runs(executor) == before, "numpy's ufunc computes these"
+    assert got.tobytes() == np.tanh(x.numpy()).tobytes()
+
+
+def test_the_reference_executor_gets_numpys_values_bit_for_bit() -> None:
+    x = np.linspace(-3.0, 3.0, NATIVE_ELEMENTS)
+    with tc.use_executor(tc.ReferenceExecutor()):
+        assert tc.exp(tc.tensor(x)).numpy().tobytes() == np.exp(x).tobytes()
+
+
+def test_gradients_through_a_native_result_match_the_reference(executor: CompiledExecutor) -> None:
+    x = np.random.default_rng(3).standard_normal((4, NATIVE_ELEMENTS // 4))
+    grads = []
+    for run_on in (executor, tc.ReferenceExecutor()):
+        t = tc.tensor(x, requires_grad=True)
+        with tc.use_executor(run_on):
+            (g,) = tc.grad(tc.sum(tc.tanh(t) * tc.exp(-t)), [t])
+        grads.append(g)
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-13, atol=1e-15)
