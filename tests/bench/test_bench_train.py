@@ -81,6 +81,8 @@ def _check_mlp_row(document: dict) -> None:
     rows = {row["runner"]: row for row in document["rows"]}
     assert {"tidu per-op", "tidu @tc.function"} <= set(rows)
     assert all(document["machine"][v] == "1" for v in train_mlp.THREAD_VARIABLES)
+    # cold means the default background compiles, though the bench (and this suite) set 0
+    assert document["machine"]["TIDU_COMPILE_BACKGROUND"] == "1"
     per_op, function = rows["tidu per-op"], rows["tidu @tc.function"]
     assert per_op["captured"] == 1 and per_op["fallbacks"] == 0
     assert per_op["final_loss"] == pytest.approx(function["final_loss"], rel=1e-4)

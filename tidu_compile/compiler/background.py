@@ -188,8 +188,10 @@ def _start_method() -> str:
 
 
 def _import_compiler() -> None:
-    """In a worker: import the compiler before the first program comes."""
-    from tidu_compile.compiler import pipeline  # noqa: F401
+    """In a worker: import the compiler (and its passes) before the first program comes."""
+    from tidu_compile.compiler import pipeline, stages  # noqa: F401
+
+    stages.available_passes()
 
 
 #: In a worker: the object code it knows, per cache directory (None: memory only).

@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from tidu_compile.compiler.background import BACKGROUND_ENV
+
 __all__ = ["SIZES", "STEPS", "format_mlp", "run_child", "train_all"]
 
 SIZES = (784, 256, 10)
@@ -135,7 +137,7 @@ def _timed(phase: Phase, steps: int) -> tuple[float, float]:
 def train_all(steps: int = STEPS, seed: int = 0) -> dict[str, Any]:
     """Every runner, cold then warm, in this process (threads pinned by the caller)."""
     rows = []
-    machine: dict[str, Any] = {v: os.environ.get(v) for v in THREAD_VARIABLES}
+    machine: dict[str, Any] = {v: os.environ.get(v) for v in (*THREAD_VARIABLES, BACKGROUND_ENV)}
     try:
         torch_phase, torch_info = _torch_phases(seed)
     except ImportError:
@@ -163,8 +165,10 @@ def train_all(steps: int = STEPS, seed: int = 0) -> dict[str, Any]:
 
 
 def run_child(steps: int = STEPS, seed: int = 0) -> dict[str, Any]:
-    """``train_all`` in a fresh process with every thread pool pinned to one thread."""
-    env = {**os.environ, **dict.fromkeys(THREAD_VARIABLES, "1")}
+    """``train_all`` in a fresh process with every thread pool pinned to one thread, in
+    the default background mode (``tidu-compile bench`` sets ``TIDU_COMPILE_BACKGROUND=0``
+    for its own timings: inherited, every cold node would compile on the caller)."""
+    env = {**os.environ, **dict.fromkeys(THREAD_VARIABLES, "1"), BACKGROUND_ENV: "1"}
     done = subprocess.run(
         [sys.executable, "-m", "tidu_compile.tools.bench.train_mlp", str(steps), str(seed)],
         capture_output=True, text=True, env=env, timeout=3600, check=False,
