@@ -40,7 +40,6 @@ from collections.abc import Callable, Sequence
 from functools import cache
 
 import numpy as np
-import scipy.special
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import f64
 from xdsl.ir import Operation, SSAValue
@@ -80,6 +79,8 @@ TAYLOR_TERMS = 42
 @cache
 def digamma_taylor() -> tuple[float, ...]:
     """``psi^(k)(x0) / k!`` at ``x0 = DIGAMMA_ZERO``, k = 0..TAYLOR_TERMS (scipy's)."""
+    import scipy.special  # at first use: a quarter of a compile worker's start
+
     return tuple(float(scipy.special.polygamma(k, DIGAMMA_ZERO) / pymath.factorial(k))
                  for k in range(TAYLOR_TERMS + 1))  # fmt: skip
 
@@ -88,6 +89,8 @@ def digamma_taylor() -> tuple[float, ...]:
 def gammaln_taylor() -> tuple[float, ...]:
     """``log Gamma(2 + e) = (1 - gamma) e + sum_k (-1)^k (zeta(k) - 1) / k e^k``: the
     coefficients of ``e^0..e^TAYLOR_TERMS`` (``scipy.special.zetac`` is ``zeta - 1``)."""
+    import scipy.special
+
     tail = [(-1) ** k * float(scipy.special.zetac(k)) / k for k in range(2, TAYLOR_TERMS + 1)]
     return (0.0, 1.0 - float(np.euler_gamma), *tail)
 
