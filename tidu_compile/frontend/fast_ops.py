@@ -189,7 +189,7 @@ def fast_unary(op: type[TensorOp], general: Callable[[Any], Any]) -> Callable[[A
             dtype = data.dtype
             if dtype in dtypes and (not _special[0] or THREAD_STATE.capture is None):
                 if data.ndim:
-                    out = None
+                    out: Any = None
                     if native and data.size >= NATIVE_ELEMENTS:
                         out = native_result(graph, data)
                     if out is None:
