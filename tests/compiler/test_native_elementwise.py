@@ -100,3 +100,18 @@ def test_gradients_through_a_native_result_match_the_reference(executor: Compile
             (g,) = tc.grad(tc.sum(tc.tanh(t) * tc.exp(-t)), [t])
         grads.append(g)
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-13, atol=1e-15)
+
+
+def test_one_executor_serves_a_sequence_of_shapes_and_dtypes(executor: CompiledExecutor) -> None:
+    """Each (shape, dtype) its own program: sizes, ranks and dtypes in turn through one
+    executor, the first again with new values, each matching numpy."""
+    rng = np.random.default_rng(9)
+    shapes = [(NATIVE_ELEMENTS,), (2 * NATIVE_ELEMENTS,), (128, NATIVE_ELEMENTS // 128),
+              (NATIVE_ELEMENTS,)]  # fmt: skip
+    for dtype in ("float64", "float32", "float64"):
+        for shape in shapes:
+            x = rng.standard_normal(shape).astype(dtype) * 3
+            with tc.use_executor(executor):
+                got = tc.tanh(tc.tensor(x)).numpy()
+            assert got.dtype == x.dtype and got.shape == x.shape
+            _check(ops.Tanh, got, np.tanh(x), x)
