@@ -91,6 +91,14 @@ def test_the_reference_executor_gets_numpys_values_bit_for_bit() -> None:
         assert tc.exp(tc.tensor(x)).numpy().tobytes() == np.exp(x).tobytes()
 
 
+def test_an_executor_that_may_not_compile_gets_numpys_values(tmp_path: Path) -> None:
+    forbidding = CompiledExecutor(tmp_path, forbid_compile=True)
+    x = np.linspace(-3.0, 3.0, NATIVE_ELEMENTS)
+    with tc.use_executor(forbidding):
+        got = tc.exp(tc.tensor(x)).numpy()
+    assert got.tobytes() == np.exp(x).tobytes() and _runs(forbidding) == 0
+
+
 def test_gradients_through_a_native_result_match_the_reference(executor: CompiledExecutor) -> None:
     x = np.random.default_rng(3).standard_normal((4, NATIVE_ELEMENTS // 4))
     grads = []
