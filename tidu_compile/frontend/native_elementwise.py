@@ -14,7 +14,9 @@ least ``NATIVE_ELEMENTS`` elements (the fast path of ``frontend.fast_ops``) asks
 executor in use for its one-op graph's outputs, when that executor runs graphs itself
 (overrides ``BackwardExecutor.run_graph``, as the ``CompiledExecutor`` does): the
 program is compiled once per shape and dtype and cached like any other (in the
-background by default, numpy's own loop while it compiles). The values are the
+background by default, numpy's own loop while it compiles), from the second call of a
+shape and dtype on (``_SEEN``): a one-off shape, such as each clip of variable-length
+data, never starts a compile. The values are the
 kernels', within the few ulps of numpy's that the op table's tests allow, and like
 every native kernel they do not raise numpy's floating-point warnings. Any other
 tensor, dtype or executor: numpy's ufunc, as before.
@@ -42,17 +44,27 @@ NATIVE_OPS = frozenset({
 
 _REAL = (np.dtype(np.float32), np.dtype(np.float64))
 _NUMPY_RUN_GRAPH = BackwardExecutor.run_graph
+#: ``(graph, shape, dtype)`` met once (numpy computed it); cleared past ``_SEEN_MAX``.
+_SEEN: set[tuple[RecordedGraph, tuple[int, ...], np.dtype]] = set()
+_SEEN_MAX = 4096
 
 
 def native_result(graph: RecordedGraph, data: np.ndarray) -> np.ndarray | None:
     """The output of the one-op ``graph`` on ``data`` from the executor in use, or None
-    when numpy computes it: ``data`` not C-contiguous float32/float64, an executor that
-    evaluates graphs op by op with numpy anyway, or one that may not compile
-    (``forbid_compile``, a test's proof of cache hits: an eager value needs no compile)."""
+    when numpy computes it: ``data`` not C-contiguous float32/float64, its shape and
+    dtype not met before, an executor that evaluates graphs op by op with numpy anyway,
+    or one that may not compile (``forbid_compile``, a test's proof of cache hits: an
+    eager value needs no compile)."""
     if data.dtype not in _REAL or not data.flags.c_contiguous:
         return None
     executor = get_default_executor()
     if type(executor).run_graph is _NUMPY_RUN_GRAPH or getattr(executor, "forbid_compile", False):
+        return None
+    seen = (graph, data.shape, data.dtype)
+    if seen not in _SEEN:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        _SEEN.add(seen)
         return None
     (out,) = executor.run_graph(graph, [data])
     return np.asarray(out)
