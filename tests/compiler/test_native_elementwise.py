@@ -20,7 +20,12 @@ import tidu_compile as tc
 from tidu_compile import ops
 from tidu_compile.executors.compiled import CompiledExecutor
 from tidu_compile.frontend import fast_ops
-from tidu_compile.frontend.native_elementwise import NATIVE_ELEMENTS, NATIVE_OPS
+from tidu_compile.frontend.native_elementwise import (
+    NATIVE_BINARY_ELEMENTS,
+    NATIVE_BINARY_OPS,
+    NATIVE_ELEMENTS,
+    NATIVE_OPS,
+)
 
 NATIVE = sorted((op for op in fast_ops.SPECS if op.__name__ in NATIVE_OPS),
                 key=lambda op: op.__name__)  # fmt: skip
@@ -61,6 +66,50 @@ def test_a_large_tensor_runs_the_kernel_and_matches_numpy(
     assert _runs(executor) == before + 1 and executor.stats.fallbacks == fallbacks
     assert got.dtype == want.dtype and got.shape == want.shape
     _check(primitive, got, want, x)
+
+
+BINARY = sorted((op for op in fast_ops.SPECS if op.__name__ in NATIVE_BINARY_OPS),
+                key=lambda op: op.__name__)  # fmt: skip
+EDGE_PAIRS = [(0.0, 0.0), (-0.0, 0.0), (np.inf, np.inf), (-np.inf, 1.0), (np.nan, 2.0),
+              (1e-310, 1e10), (5e-324, 0.5), (1e308, 1e-308), (3.0, -0.0)]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("primitive", BINARY, ids=lambda p: p.mnemonic)
+def test_very_large_arithmetic_runs_the_kernel_and_is_numpys_bit_for_bit(
+    executor: CompiledExecutor, primitive: type[ops.TensorOp], dtype: str
+) -> None:
+    rng = np.random.default_rng(13)
+    n = NATIVE_BINARY_ELEMENTS
+    a, b = (rng.standard_normal(n) * np.exp(rng.uniform(-30, 30, n)) for _ in range(2))
+    a[: len(EDGE_PAIRS)], b[: len(EDGE_PAIRS)] = zip(*EDGE_PAIRS, strict=True)
+    with np.errstate(all="ignore"):
+        a, b = a.astype(dtype), b.astype(dtype)
+        want = fast_ops.SPECS[primitive][0](a, b)
+    assert {op.__name__ for op in BINARY} == NATIVE_BINARY_OPS
+    before = _runs(executor)
+    with tc.use_executor(executor), np.errstate(all="ignore"):
+        for call in range(2):  # a first sighting (numpy's), then the kernel
+            got = apply_binary(primitive, tc.tensor(a), tc.tensor(b)).numpy()
+            assert _runs(executor) == before + call
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_a_strided_operand_keeps_arithmetic_on_numpy(executor: CompiledExecutor) -> None:
+    a = tc.tensor(np.linspace(-1.0, 1.0, 2 * NATIVE_BINARY_ELEMENTS))[::2]
+    b = tc.tensor(np.linspace(2.0, 3.0, NATIVE_BINARY_ELEMENTS))
+    before = _runs(executor)
+    with tc.use_executor(executor):
+        for _ in range(2):
+            got = (a * b).numpy()
+    assert _runs(executor) == before and got.tobytes() == (a.numpy() * b.numpy()).tobytes()
+
+
+def apply_binary(primitive: type[ops.TensorOp], a: tc.Tensor, b: tc.Tensor) -> tc.Tensor:
+    """``a <op> b`` through the operators (``Tensor.__mul__`` for ``Mul``)."""
+    operators = {"Add": tc.Tensor.__add__, "Sub": tc.Tensor.__sub__,
+                 "Mul": tc.Tensor.__mul__, "Div": tc.Tensor.__truediv__}  # fmt: skip
+    return operators[primitive.__name__](a, b)  # type: ignore[no-any-return]
 
 
 def function_of(primitive: type[ops.TensorOp]):  # type: ignore[no-untyped-def]

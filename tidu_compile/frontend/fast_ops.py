@@ -12,8 +12,8 @@ op, ~80 numpy 0-d ops. For the common case this module does only what the call n
   general path does it, each by its own ``BroadcastInDim`` node where it records one
   (``_broadcast_pair``: a third of the general path's cost, measured on the MLP's bias);
 * the op's ufunc on the data (what ``Elementwise.evaluate`` calls), or for a large
-  tensor and a transcendental op the executor's compiled kernel (``native_elementwise``:
-  numpy's loop there is scalar libm calls); on 0-d float64
+  tensor and a transcendental op, or two very large ones and ``+ - * /``, the executor's
+  compiled kernel (``native_elementwise``); on 0-d float64
   data, Python's float arithmetic or the ufunc on Python floats (``_float64``: the same
   bits and warnings at a third of the cost of a ufunc on 0-d arrays);
 * per op class, once: the recorded one-op graph and the dtypes the op allows (``SPECS``),
@@ -51,7 +51,13 @@ import numpy as np
 
 from tidu_compile import ops
 from tidu_compile.eager import CHANGES, RecordedGraph, Trace
-from tidu_compile.frontend.native_elementwise import NATIVE_ELEMENTS, NATIVE_OPS, native_result
+from tidu_compile.frontend.native_elementwise import (
+    NATIVE_BINARY_ELEMENTS,
+    NATIVE_BINARY_OPS,
+    NATIVE_ELEMENTS,
+    NATIVE_OPS,
+    native_result,
+)
 from tidu_compile.frontend.state import RECORDER, SPECIAL_THREADS, THREAD_STATE
 from tidu_compile.frontend.tensor import CONSTANT_KEY, Tensor, recorded_graph_for
 from tidu_compile.ops import OP_TABLE, Elementwise, TensorOp
@@ -232,6 +238,7 @@ def fast_binary(
     or a tensor and a Python number (``_with_number``), else ``general(a, b)``."""
     spec = SPECS[op]
     ufunc, graph, dtypes, python = spec
+    native = op.__name__ in NATIVE_BINARY_OPS  # large tensors: compiled kernels
 
     def function(a: Any, b: Any) -> Any:
         if reflected:
@@ -252,7 +259,11 @@ def fast_binary(
             if (db.dtype is dtype and dtype in dtypes and shape == db.shape
                     and (not _special[0] or THREAD_STATE.capture is None)):  # fmt: skip
                 if shape:
-                    out = ufunc(da, db)
+                    out: Any = None
+                    if native and da.size >= NATIVE_BINARY_ELEMENTS:
+                        out = native_result(graph, da, db)
+                    if out is None:
+                        out = ufunc(da, db)
                 elif dtype is _F64:  # ``_float64``, inlined
                     x, y = float(da), float(db)
                     if python is None:
