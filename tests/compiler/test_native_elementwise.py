@@ -53,7 +53,8 @@ def test_every_native_op_has_a_fast_path() -> None:
 def test_a_large_tensor_runs_the_kernel_and_matches_numpy(
     executor: CompiledExecutor, primitive: type[ops.TensorOp], dtype: str
 ) -> None:
-    x = np.resize(_inputs(primitive, dtype, np.random.default_rng(5)), NATIVE_ELEMENTS)
+    # a length no other test uses: its first call here is the first sighting (``_SEEN``)
+    x = np.resize(_inputs(primitive, dtype, np.random.default_rng(5)), NATIVE_ELEMENTS + 3)
     ufunc = fast_ops.SPECS[primitive][0]
     with np.errstate(all="ignore"):
         want = ufunc(x)
@@ -80,7 +81,7 @@ def test_very_large_arithmetic_runs_the_kernel_and_is_numpys_bit_for_bit(
     executor: CompiledExecutor, primitive: type[ops.TensorOp], dtype: str
 ) -> None:
     rng = np.random.default_rng(13)
-    n = NATIVE_BINARY_ELEMENTS
+    n = NATIVE_BINARY_ELEMENTS + 3  # a length no other test uses (a first sighting)
     a, b = (rng.standard_normal(n) * np.exp(rng.uniform(-30, 30, n)) for _ in range(2))
     a[: len(EDGE_PAIRS)], b[: len(EDGE_PAIRS)] = zip(*EDGE_PAIRS, strict=True)
     with np.errstate(all="ignore"):
