@@ -1,4 +1,4 @@
-"""Large transcendental results of the eager path, computed by the compiled kernels.
+"""Large transcendental and arithmetic results of the eager path, from compiled kernels.
 
 numpy's ``tanh``, ``exp``, ``log``, ``sin``, ... loop over scalar libm calls on most
 CPUs; the compiled kernels vectorize the same functions (``expand-math-polynomials``)
@@ -23,10 +23,10 @@ executor in use for its one-op graph's outputs, when that executor runs graphs i
 program is compiled once per shape and dtype and cached like any other (in the
 background by default, numpy's own loop while it compiles), from the second call of a
 shape and dtype on (``_SEEN``): a one-off shape, such as each clip of variable-length
-data, never starts a compile. The values are the
-kernels', within the few ulps of numpy's that the op table's tests allow, and like
-every native kernel they do not raise numpy's floating-point warnings. Any other
-tensor, dtype or executor: numpy's ufunc, as before.
+data, never starts a compile. The values are the kernels', within the few ulps of
+numpy's that the op table's tests allow, and like every native kernel they do not raise
+numpy's floating-point warnings. Any other tensor, dtype or executor: numpy's ufunc, as
+before.
 """
 
 from __future__ import annotations
