@@ -24,38 +24,47 @@ agrees, else it falls back to ``arr.ctypes.data``.
 
 from __future__ import annotations
 
-from llvmlite import ir
+import re
 
 from .array_abi import ARRAY_DATA_OFFSET, ENTRY_SUFFIX
 
 __all__ = ["add_array_entry_points"]
 
+_DEFINE = re.compile(r'^define (?P<result>\S+) @"(?P<name>[^"]+)"\((?P<params>[^)]*)\)',
+                     re.MULTILINE)  # fmt: skip
 
-def add_array_entry_points(module: ir.Module) -> list[str]:
-    """Add a ``.arrays`` twin to every external function taking pointers.
+
+def add_array_entry_points(ir_text: str) -> tuple[str, list[str]]:
+    """``ir_text`` with a ``.arrays`` twin of every external function taking pointers,
+    and the twins' names.
 
     Pointer arguments become array objects; other arguments (a chunk's ``lo, hi``) pass
-    through unchanged.
+    through unchanged. Internal functions (``define internal``) get none.
     """
-    pointer = ir.PointerType()
-    offset = ir.Constant(ir.IntType(64), ARRAY_DATA_OFFSET)
-    added = []
-    for function in list(module.functions):
-        if function.is_declaration or function.linkage == "internal":
+    twins: list[str] = []
+    names: list[str] = []
+    for match in _DEFINE.finditer(ir_text):
+        types = [p.split()[0] for p in match.group("params").split(",") if p.strip()]
+        if "ptr" not in types:
             continue
-        if not any(isinstance(arg.type, ir.PointerType) for arg in function.args):
-            continue
-        twin = ir.Function(module, function.function_type, name=function.name + ENTRY_SUFFIX)
-        builder = ir.IRBuilder(twin.append_basic_block("entry"))
-        data = [
-            builder.load(
-                builder.gep(arg, [offset], source_etype=ir.IntType(8), inbounds=True), typ=pointer
-            )
-            if isinstance(arg.type, ir.PointerType)
-            else arg
-            for arg in twin.args
-        ]
-        builder.call(function, data, attrs=("noinline",))
-        builder.ret_void()
-        added.append(twin.name)
-    return added
+        name, result = match.group("name"), match.group("result")
+        parameters = ", ".join(f'{t} %".{i}"' for i, t in enumerate(types, 1))
+        lines = [f'define void @"{name}{ENTRY_SUFFIX}"({parameters})', "{", "entry:"]
+        counter, arguments = len(types) + 1, []
+        for i, typ in enumerate(types, 1):
+            if typ != "ptr":
+                arguments.append(f'{typ} %".{i}"')
+                continue
+            field, data = counter + 1, counter + 2
+            counter = data
+            address = f'getelementptr inbounds i8, ptr %".{i}", i64 {ARRAY_DATA_OFFSET}'
+            lines += [f'  %".{field}" = {address}', f'  %".{data}" = load ptr, ptr %".{field}"']
+            arguments.append(f'ptr %".{data}"')
+        call = f'call {result} @"{name}"({", ".join(arguments)}) noinline'
+        lines += [f'  %".{counter + 1}" = {call}' if result != "void" else f"  {call}",
+                  "  ret void", "}"]  # fmt: skip
+        twins.append("\n".join(lines))
+        names.append(name + ENTRY_SUFFIX)
+    if not twins:
+        return ir_text, names
+    return ir_text.rstrip("\n") + "\n\n" + "\n\n".join(twins) + "\n", names

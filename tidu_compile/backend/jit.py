@@ -2,9 +2,12 @@
 
 The table (``compiler.stages``) runs these, one per stage; nothing here walks stages::
 
-    llvm-ir   llvm_ir: convert_module -> triple + data layout -> host hints (preferred
-              vector width, interleaving of heavy loops: ``kernel_hints``) -> vector-math
-              attributes -> llvmlite parse + verify     (LlvmIr: its text and the module)
+    llvm-ir   kernels_llvm_ir (the executor's way, from the ``kernels`` stage: the text
+              ``llvm_text`` writes) or llvm_ir (from an ``llvm``-dialect module:
+              convert_module) -> triple + data layout -> host additions (array entry
+              points, math variants, preferred vector width, interleaving of heavy
+              loops: ``kernel_hints``, vector-math attributes) -> llvmlite parse +
+              verify                                   (LlvmIr: its text and the module)
     opt-ir    optimize: O3 through the new pass manager (the module, optimised in place)
     asm       assembly: the target machine's assembly   (text)
     codegen   object_code: ELF object bytes             (CompiledObject, from opt-ir)
@@ -30,6 +33,7 @@ from .array_entry import add_array_entry_points
 from .elf import read_elf_symbols
 from .engine import DuplicateSymbolError, JitEngine, UnresolvedSymbolError, get_engine, load
 from .kernel_hints import add_kernel_hints
+from .llvm_text import emit_module
 from .math_variants import add_math_variants
 from .target import TARGET_LOCK, host_target, host_target_machine, vector_math_abi
 from .vecmath import add_vector_variants
@@ -42,8 +46,12 @@ __all__ = [
     "UnresolvedSymbolError",
     "assembly",
     "get_engine",
+    "host_ir_text",
+    "kernels_ir_text",
+    "kernels_llvm_ir",
     "llvm_ir",
     "llvm_ir_text",
+    "parse_ir",
     "load",
     "object_code",
     "optimize",
@@ -89,7 +97,8 @@ def _use_vector_math(requested: bool | None) -> bool:
 
 
 def llvm_ir_text(module: ModuleOp, *, vector_math: bool | None = None) -> str:
-    """Unoptimised LLVM IR for an ``llvm``-dialect module (not modified).
+    """Unoptimised LLVM IR for an ``llvm``-dialect module (not modified), by xDSL's
+    ``convert_module``, with the host's additions (``host_ir_text``).
 
     ``vector_math``: ``None`` uses libmvec where the host supports it, ``True``
     requires it, ``False`` keeps scalar libm calls.
@@ -110,8 +119,24 @@ def llvm_ir_text(module: ModuleOp, *, vector_math: bool | None = None) -> str:
             and op.linkage.linkage.data in ("internal", "private")
         ):
             ir_module.get_global(op.sym_name.data).linkage = "internal"
-    add_array_entry_points(ir_module)
-    text, _ = add_math_variants(str(ir_module), MATH_FUNCTION_PREFIX, host.tuning.lanes)
+    return host_ir_text(str(ir_module), vector_math=vector_math)
+
+
+def kernels_ir_text(module: ModuleOp, *, vector_math: bool | None = None) -> str:
+    """Unoptimised LLVM IR for a ``kernels``-stage module (not modified), written by
+    ``llvm_text.emit_module``: the text ``llvm_ir_text`` gives for the module's ``llvm``
+    stage, but for the numbers of local names, with the host's additions."""
+    host = host_target()
+    return host_ir_text(emit_module(module, host.triple, host.data_layout),
+                        vector_math=vector_math)  # fmt: skip
+
+
+def host_ir_text(text: str, *, vector_math: bool | None = None) -> str:
+    """The host's additions to a module's LLVM IR: the kernels' array entry points, the
+    vector variants of the math functions, the kernel hints and libmvec's variants."""
+    host = host_target()
+    text, _ = add_array_entry_points(text)
+    text, _ = add_math_variants(text, MATH_FUNCTION_PREFIX, host.tuning.lanes)
     text = add_kernel_hints(text, host.tuning)
     abi = vector_math_abi()
     if _use_vector_math(vector_math) and abi is not None:
@@ -119,14 +144,24 @@ def llvm_ir_text(module: ModuleOp, *, vector_math: bool | None = None) -> str:
     return text
 
 
-def llvm_ir(module: ModuleOp, *, vector_math: bool | None = None) -> LlvmIr:
-    """The ``llvm-ir`` stage of an ``llvm``-dialect module: ``llvm_ir_text``, parsed and
-    verified by LLVM."""
-    text = llvm_ir_text(module, vector_math=vector_math)
+def parse_ir(text: str) -> LlvmIr:
+    """The ``llvm-ir`` stage of LLVM IR text: the text, parsed and verified by LLVM."""
     with TARGET_LOCK:
         parsed = llvm.parse_assembly(text)
         parsed.verify()
     return LlvmIr(text, parsed)
+
+
+def llvm_ir(module: ModuleOp, *, vector_math: bool | None = None) -> LlvmIr:
+    """The ``llvm-ir`` stage of an ``llvm``-dialect module: ``llvm_ir_text``, parsed and
+    verified by LLVM."""
+    return parse_ir(llvm_ir_text(module, vector_math=vector_math))
+
+
+def kernels_llvm_ir(module: ModuleOp, *, vector_math: bool | None = None) -> LlvmIr:
+    """The ``llvm-ir`` stage straight from a ``kernels``-stage module:
+    ``kernels_ir_text``, parsed and verified by LLVM."""
+    return parse_ir(kernels_ir_text(module, vector_math=vector_math))
 
 
 def optimize(ir: LlvmIr) -> llvm.ModuleRef:

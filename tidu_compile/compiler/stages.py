@@ -21,7 +21,9 @@ loops       mlir    fused      tidu-lower-to-loops, tidu-lower-linalg, expand-ma
                                tidu-lower-control (a scan of kernels: one scf.for kernel)
 kernels     kernels loops      ``kernel_code``: the kernel functions, canonical, keyed
 llvm        mlir    kernels    the convert-*-to-llvm passes, then ``check_llvm_legal``
-llvm-ir     text    llvm       xDSL's ``convert_module``, host hints, llvmlite parse
+llvm-ir     text    llvm       xDSL's ``convert_module``, host hints, llvmlite parse; a walk
+                               through ``kernels`` skips ``llvm``: ``backend.llvm_text``
+                               writes the same LLVM IR straight from the kernels
 opt-ir      text    llvm-ir    LLVM O3 for the host CPU
 asm         text    opt-ir     the host target machine's assembly
 codegen     object  opt-ir     the host target machine's object code
@@ -65,6 +67,7 @@ __all__ = [
     "Stage",
     "lower_to_llvm_dialect",
     "parse_passes",
+    "route",
     "run_passes",
     "stage",
     "stages_between",
@@ -109,6 +112,10 @@ class Stage:
     made_from: str = ""  # the stage or input whose IR ``run`` takes ("": the stage before)
     does: str = ""  # what ``run`` does, in words
     passes: tuple[str, ...] = ()  # pass specs in ``xdsl-opt -p`` spelling, in order
+    #: made straight from the earlier stage ``direct_from`` by ``direct`` when a walk
+    #: wants none of the stages between (and no ``after_pass``): the same IR, faster
+    direct_from: str = ""
+    direct: Run | None = None
 
     @property
     def spec(self) -> str:
@@ -159,8 +166,11 @@ def _kernel_code(module: ModuleOp, options: RunOptions) -> Any:
 
 
 def _llvm_dialect(kernels: Any, options: RunOptions) -> ModuleOp:
+    """The kernels lowered to the ``llvm`` dialect (a copy, unless ``take_input``: the
+    kernels stay what their object code is keyed by and made from)."""
+    module = kernels.module if options.take_input else kernels.module.clone()
     return lower_to_llvm_dialect(
-        kernels.module, verify_each=options.verify_each, after_pass=options.after_pass,
+        module, verify_each=options.verify_each, after_pass=options.after_pass,
         verify_result=options.verify_results,
     )
 
@@ -169,6 +179,12 @@ def _llvm_ir(module: ModuleOp, options: RunOptions) -> Any:
     from tidu_compile.backend.jit import llvm_ir
 
     return llvm_ir(module, vector_math=options.vector_math)
+
+
+def _llvm_ir_of_kernels(kernels: Any, options: RunOptions) -> Any:
+    from tidu_compile.backend.jit import kernels_llvm_ir
+
+    return kernels_llvm_ir(kernels.module, vector_math=options.vector_math)
 
 
 def _optimized(ir: Any, options: RunOptions) -> Any:
@@ -213,7 +229,9 @@ PIPELINE: tuple[Stage, ...] = (
                   "convert-math-to-llvm", "convert-cf-to-llvm", "convert-func-to-llvm",
                   "reconcile-unrealized-casts")),
     Stage("llvm-ir", "text", "LLVM IR", _llvm_ir,
-          does="convert_module, llvmlite parse and verify"),
+          does="convert_module, llvmlite parse and verify (a walk through kernels: "
+               "llvm_text.emit_module straight from them, the same IR)", direct_from="kernels",
+          direct=_llvm_ir_of_kernels),
     Stage("opt-ir", "text", "LLVM IR after O3", _optimized, does="LLVM O3 for the host CPU"),
     Stage("asm", "text", "host assembly", _assembly, does="the host target machine's assembly"),
     Stage("codegen", "object", "host object code", _object_code, "opt-ir",
@@ -266,7 +284,7 @@ def walk(
     through every stage that makes ``last``; the IR of ``last``. ``seconds`` gets the
     time each stage took, by stage name."""
     options = options or RunOptions()
-    for step in stages_between(first, last):
+    for step in route(first, last, options):
         start = time.perf_counter()
         if step.run is None:
             ir = run_passes(ir, step.spec, after_pass=options.after_pass,
@@ -277,6 +295,27 @@ def walk(
         if seconds is not None:
             seconds[step.name] = time.perf_counter() - start
     return ir
+
+
+def route(first: str, last: str, options: RunOptions | None = None) -> list[Stage]:
+    """The stages ``walk`` runs from ``first`` to make ``last``: ``stages_between``, but
+    for the stages a later stage is made straight from (``Stage.direct``), left out when
+    the walk passes its ``direct_from`` and hears no passes (``options.after_pass``):
+    kernels -> llvm-ir by ``backend.llvm_text`` instead of kernels -> llvm -> llvm-ir (the
+    same LLVM IR: ``tests/backend/test_llvm_text.py``)."""
+    route = list(stages_between(first, last))
+    if options is not None and options.after_pass is not None:
+        return route
+    for index, step in enumerate(route):
+        if step.direct is None:
+            continue
+        before = [first, *(s.name for s in route[:index])]
+        if step.direct_from in before[:-1]:
+            start = before.index(step.direct_from)
+            shortcut = Stage(step.name, step.kind, step.ir, step.direct, step.direct_from,
+                             f"from {step.direct_from} directly")  # fmt: skip
+            return [*route[:start], shortcut, *route[index + 1:]]
+    return route
 
 
 # ------------------------------------------------------------------ running passes
