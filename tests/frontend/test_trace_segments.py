@@ -25,6 +25,7 @@ REFERENCE = tc.ReferenceExecutor()
 def small_segments(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(trace_segments, "SEGMENT_OPS", 14)
     monkeypatch.setattr(trace_segments, "SEGMENTED_AT", 28)
+    monkeypatch.setattr(trace_segments, "UNSHARED_SEGMENTED_AT", 28)
     yield
 
 
@@ -87,6 +88,31 @@ def test_a_periodic_chain_compiles_one_program_per_kind_of_segment(small_segment
     # segment (the middle ones, the last with the sum), each a forward and a backward
     assert executor.stats.compiles <= 4
     assert executor.stats.fallbacks == 0
+
+
+def _indexed(h: tc.Tensor, w: tc.Tensor, steps: int) -> tc.Tensor:
+    """Each step reads its own row of ``w`` (a static index): no two steps are equal."""
+    for k in range(steps):
+        h = tc.tanh(h * w[k] + 0.1) - 0.5 * h
+    return tc.sum(h)
+
+
+@pytest.mark.parametrize(("steps", "unshared_at", "segmented"),
+                         [(12, 200, False), (12, 60, True)])  # fmt: skip
+def test_a_trace_of_distinct_segments_stays_one_program_below_a_bound(
+    monkeypatch: pytest.MonkeyPatch, steps: int, unshared_at: int, segmented: bool
+) -> None:
+    """Past ``SEGMENTED_AT`` (28 here), a trace whose segments would all be different
+    programs is one program (one tape node) below ``UNSHARED_SEGMENTED_AT``; a periodic
+    one is cut (its equal segments share programs)."""
+    monkeypatch.setattr(trace_segments, "SEGMENT_OPS", 14)
+    monkeypatch.setattr(trace_segments, "SEGMENTED_AT", 28)
+    monkeypatch.setattr(trace_segments, "UNSHARED_SEGMENTED_AT", unshared_at)
+    executor = CompiledExecutor(False, background=False)
+    out = _check(lambda h, w: _indexed(h, w, steps), inputs((8,), (steps, 8)), executor)
+    assert (_nodes(out) > 2) is segmented  # one node: the trace, and its inputs' leaves
+    periodic = _check(lambda h, w: chain(h, w, 12), inputs((8,), (8,)), executor)
+    assert _nodes(periodic) > 3
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["reference", "compiled"])
