@@ -15,8 +15,9 @@ from tidu_compile.passes.tidu_lower_to_loops import KERNEL_ATTR
 from tidu_compile.tools.dump import backward_nodes
 
 import tidu_compile as tc
+from tidu_compile.backend.jit import SCALAR_LOOPS_ATTR, SCALAR_LOOPS_NOTE
 from tidu_compile.compiler import pipeline
-from tidu_compile.compiler.kernel_code import kernel_code
+from tidu_compile.compiler.kernel_code import SCALAR_LOOP_ELEMENTS, kernel_code
 from tidu_compile.compiler.native import program_digest
 from tidu_compile.compiler.objects import kernel_symbol
 from tidu_compile.compiler.ssa_program import NodeProgram
@@ -60,11 +61,33 @@ def test_taking_the_kernels_gives_the_text_of_copying_them() -> None:
 
 
 def test_programs_differing_in_the_batch_size_share_kernels() -> None:
-    big, small = (tanh_programs(rows) for rows in (256, 33))
+    big, small = (tanh_programs(rows) for rows in (256, 40))  # 1,280 and 200 elements
     for a, b in zip(big, small, strict=True):
         assert program_digest(a) != program_digest(b)  # two programs ...
         ca, cb = kernel_code(loops_module(a)), kernel_code(loops_module(b))
         assert ca.text == cb.text and ca.digest == cb.digest  # ... one object code
+
+
+@pytest.mark.parametrize(("rows", "scalar"), [(2, True), (38, True), (39, False), (256, False)])
+def test_small_kernels_are_a_size_class_with_scalar_loops(rows: int, scalar: bool) -> None:
+    """Up to ``SCALAR_LOOP_ELEMENTS`` (192: 38 rows of 5) the module carries
+    ``tidu.scalar_loops`` (in its text, so in its key), its LLVM IR says so, and O3
+    leaves its loops scalar; past it, the loops are vectorized."""
+    assert SCALAR_LOOP_ELEMENTS == 192
+    (_, tanh) = tanh_programs(rows)[:2]
+    code = kernel_code(loops_module(tanh))
+    assert (SCALAR_LOOPS_ATTR in code.text) is scalar
+    ir = walk(code, "kernels", "llvm-ir")
+    assert ir.vectorize_loops is not scalar
+    assert str(ir).startswith(SCALAR_LOOPS_NOTE) is scalar
+    optimized = str(walk(ir, "llvm-ir", "opt-ir"))
+    assert ("llvm.loop.isvectorized" not in optimized) is scalar  # the loop vectorizer's mark
+
+
+def test_the_size_classes_do_not_share_kernels() -> None:
+    small, large = (tanh_programs(rows) for rows in (38, 39))
+    (_, a), (_, b) = small[:2], large[:2]
+    assert kernel_code(loops_module(a)).digest != kernel_code(loops_module(b)).digest
 
 
 def slice_backward(stop: int) -> NodeProgram:

@@ -42,6 +42,8 @@ __all__ = [
     "CompiledObject",
     "DuplicateSymbolError",
     "JitEngine",
+    "SCALAR_LOOPS_ATTR",
+    "SCALAR_LOOPS_NOTE",
     "LlvmIr",
     "UnresolvedSymbolError",
     "assembly",
@@ -78,10 +80,13 @@ class CompiledObject:
 @dataclass(frozen=True)
 class LlvmIr:
     """The ``llvm-ir`` stage: the text llvmlite's IR builder printed, and that text parsed
-    and verified (``module``, which ``optimize`` changes in place)."""
+    and verified (``module``, which ``optimize`` changes in place); ``vectorize_loops``:
+    False for a module of small kernels (``tidu.scalar_loops``: its text says so in a
+    comment), whose loops O3 leaves scalar."""
 
     text: str
     module: llvm.ModuleRef
+    vectorize_loops: bool = True
 
     def __str__(self) -> str:
         return self.text
@@ -144,31 +149,46 @@ def host_ir_text(text: str, *, vector_math: bool | None = None) -> str:
     return text
 
 
-def parse_ir(text: str) -> LlvmIr:
-    """The ``llvm-ir`` stage of LLVM IR text: the text, parsed and verified by LLVM."""
+def parse_ir(text: str, *, vectorize_loops: bool = True) -> LlvmIr:
+    """The ``llvm-ir`` stage of LLVM IR text: the text, parsed and verified by LLVM
+    (with ``vectorize_loops=False``, the comment ``SCALAR_LOOPS_NOTE`` first)."""
+    if not vectorize_loops:
+        text = f"{SCALAR_LOOPS_NOTE}\n{text}"
     with TARGET_LOCK:
         parsed = llvm.parse_assembly(text)
         parsed.verify()
-    return LlvmIr(text, parsed)
+    return LlvmIr(text, parsed, vectorize_loops)
+
+
+SCALAR_LOOPS_ATTR = "tidu.scalar_loops"
+"""The module attribute of small kernels (set by ``compiler.kernel_code``)."""
+SCALAR_LOOPS_NOTE = f"; {SCALAR_LOOPS_ATTR}: small kernels, O3 without the loop vectorizer"
+
+
+def _vectorize_loops(module: ModuleOp) -> bool:
+    return SCALAR_LOOPS_ATTR not in module.attributes
 
 
 def llvm_ir(module: ModuleOp, *, vector_math: bool | None = None) -> LlvmIr:
     """The ``llvm-ir`` stage of an ``llvm``-dialect module: ``llvm_ir_text``, parsed and
     verified by LLVM."""
-    return parse_ir(llvm_ir_text(module, vector_math=vector_math))
+    return parse_ir(llvm_ir_text(module, vector_math=vector_math),
+                    vectorize_loops=_vectorize_loops(module))  # fmt: skip
 
 
 def kernels_llvm_ir(module: ModuleOp, *, vector_math: bool | None = None) -> LlvmIr:
     """The ``llvm-ir`` stage straight from a ``kernels``-stage module:
     ``kernels_ir_text``, parsed and verified by LLVM."""
-    return parse_ir(kernels_ir_text(module, vector_math=vector_math))
+    return parse_ir(kernels_ir_text(module, vector_math=vector_math),
+                    vectorize_loops=_vectorize_loops(module))  # fmt: skip
 
 
 def optimize(ir: LlvmIr) -> llvm.ModuleRef:
-    """The ``opt-ir`` stage: ``ir.module`` after the O3 pipeline for the host (in place)."""
+    """The ``opt-ir`` stage: ``ir.module`` after the O3 pipeline for the host (in place;
+    the loop vectorizer off for a module of small kernels: ``ir.vectorize_loops``)."""
     with TARGET_LOCK:
         tuning = llvm.create_pipeline_tuning_options(speed_level=3)
-        tuning.loop_vectorization = True
+        tuning.loop_vectorization = ir.vectorize_loops
         tuning.slp_vectorization = True
         builder = llvm.create_pass_builder(host_target_machine(), tuning)
         builder.getModulePassManager().run(ir.module, builder)

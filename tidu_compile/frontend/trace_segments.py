@@ -50,8 +50,8 @@ from tidu_compile.frontend.tensor import Tensor
 from tidu_compile.graph import Graph, GraphBuilder, OperationNode, Primary, ValueKey
 from tidu_compile.ops import BroadcastInDim, Constant
 
-__all__ = ["SEGMENTED_AT", "SEGMENT_OPS", "UNSHARED_SEGMENTED_AT", "Segment", "SegmentedTrace", "record_call",
-           "retained_pairs", "segment_cuts", "split_trace"]  # fmt: skip
+__all__ = ["SEGMENTED_AT", "SEGMENT_OPS", "UNSHARED_SEGMENTED_AT", "Segment", "SegmentedTrace",
+           "record_call", "retained_pairs", "segment_cuts", "split_trace"]  # fmt: skip
 
 #: Target operations per segment.
 SEGMENT_OPS = 384
