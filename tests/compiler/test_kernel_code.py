@@ -173,3 +173,21 @@ def test_nan_payloads_never_share_code() -> None:
             bits = f(x, nan(payload)).numpy().view(np.uint64)
             assert (bits == 0x7FF8000000000000 | payload).all(), hex(bits[0])
     assert executor.stats.fallbacks == 0
+
+
+def test_one_executor_serves_each_size_class_its_own_code() -> None:
+    """Batches on both sides of the bound, in turn, through one executor: each class
+    compiles once, and every gradient is the reference executor's."""
+    executor = CompiledExecutor(False, background=False, capture=False)  # node by node
+    compiles = []
+    for rows in (38, 39, 20, 300, 38):
+        x = np.linspace(-1.0, 1.0, rows * 5).reshape(rows, 5)
+        xt = tc.tensor(x, requires_grad=True)
+        (got,) = tc.grad(tc.sum(tc.tanh(xt) * 2.0), [xt], executor=executor)
+        xr = tc.tensor(x, requires_grad=True)
+        (want,) = tc.grad(tc.sum(tc.tanh(xr) * 2.0), [xr], executor=tc.ReferenceExecutor())
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+        compiles.append(executor.stats.compiles)
+    assert executor.stats.fallbacks == 0
+    # the small class at 38 rows, the large at 39, nothing new at 20, 300 and 38 again
+    assert compiles[0] < compiles[1] == compiles[2] == compiles[3] == compiles[4]
