@@ -303,19 +303,19 @@ def route(first: str, last: str, options: RunOptions | None = None) -> list[Stag
     the walk passes its ``direct_from`` and hears no passes (``options.after_pass``):
     kernels -> llvm-ir by ``backend.llvm_text`` instead of kernels -> llvm -> llvm-ir (the
     same LLVM IR: ``tests/backend/test_llvm_text.py``)."""
-    route = list(stages_between(first, last))
+    path = list(stages_between(first, last))
     if options is not None and options.after_pass is not None:
-        return route
-    for index, step in enumerate(route):
+        return path
+    for index, step in enumerate(path):
         if step.direct is None:
             continue
-        before = [first, *(s.name for s in route[:index])]
+        before = [first, *(s.name for s in path[:index])]
         if step.direct_from in before[:-1]:
             start = before.index(step.direct_from)
             shortcut = Stage(step.name, step.kind, step.ir, step.direct, step.direct_from,
                              f"from {step.direct_from} directly")  # fmt: skip
-            return [*route[:start], shortcut, *route[index + 1:]]
-    return route
+            return [*path[:start], shortcut, *path[index + 1:]]
+    return path
 
 
 # ------------------------------------------------------------------ running passes
