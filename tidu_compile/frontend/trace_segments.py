@@ -15,8 +15,11 @@ Where the trace is periodic (``segment_cuts`` finds the shortest period of its o
 sequence), the cuts fall a whole number of periods apart, so the segments of the
 periodic stretch are equal programs: the cache compiles one of them, and a trace of
 3,200 operations compiles the few programs of a few hundred operations that it is made
-of. Sharing is an optimisation only: a segment is served by another's native code
-exactly when the per-node cache says the two programs are the same (``DESIGN.md``,
+of. Where no two segments would be equal programs (each step of an unrolled loop reads
+its own ``tokens[t]``), cutting saves no compile time and costs every call: such a trace
+stays one program below ``UNSHARED_SEGMENTED_AT`` operations. Sharing is an
+optimisation only: a segment is served by another's native code exactly when the
+per-node cache says the two programs are the same (``DESIGN.md``,
 "Per-node cache"); the cuts never change a value. Each segment routes on its own, so
 with background compilation the first segments run natively while the others compile.
 
