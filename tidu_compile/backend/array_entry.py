@@ -34,15 +34,13 @@ _DEFINE = re.compile(r'^define (?P<result>\S+) @"(?P<name>[^"]+)"\((?P<params>[^
                      re.MULTILINE)  # fmt: skip
 
 
-def add_array_entry_points(ir_text: str) -> tuple[str, list[str]]:
-    """``ir_text`` with a ``.arrays`` twin of every external function taking pointers,
-    and the twins' names.
+def add_array_entry_points(ir_text: str) -> str:
+    """``ir_text`` with a ``.arrays`` twin of every external function taking pointers.
 
     Pointer arguments become array objects; other arguments (a chunk's ``lo, hi``) pass
     through unchanged. Internal functions (``define internal``) get none.
     """
     twins: list[str] = []
-    names: list[str] = []
     for match in _DEFINE.finditer(ir_text):
         types = [p.split()[0] for p in match.group("params").split(",") if p.strip()]
         if "ptr" not in types:
@@ -64,7 +62,6 @@ def add_array_entry_points(ir_text: str) -> tuple[str, list[str]]:
         lines += [f'  %".{counter + 1}" = {call}' if result != "void" else f"  {call}",
                   "  ret void", "}"]  # fmt: skip
         twins.append("\n".join(lines))
-        names.append(name + ENTRY_SUFFIX)
     if not twins:
-        return ir_text, names
-    return ir_text.rstrip("\n") + "\n\n" + "\n\n".join(twins) + "\n", names
+        return ir_text
+    return ir_text.rstrip("\n") + "\n\n" + "\n\n".join(twins) + "\n"

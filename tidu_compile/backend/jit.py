@@ -140,7 +140,7 @@ def host_ir_text(text: str, *, vector_math: bool | None = None) -> str:
     """The host's additions to a module's LLVM IR: the kernels' array entry points, the
     vector variants of the math functions, the kernel hints and libmvec's variants."""
     host = host_target()
-    text, _ = add_array_entry_points(text)
+    text = add_array_entry_points(text)
     text, _ = add_math_variants(text, MATH_FUNCTION_PREFIX, host.tuning.lanes)
     text = add_kernel_hints(text, host.tuning)
     abi = vector_math_abi()

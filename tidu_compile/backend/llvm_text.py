@@ -115,6 +115,9 @@ class ModuleEmitter:
             if not isinstance(op, func.FuncOp):
                 raise LoweringError(_STAGE, op.name, "only func.func at the module level")
             functions.append(FunctionEmitter(self, op).text())
+        # convert_module's order: every llvm.func (convert-math-to-llvm inserts each libm
+        # declaration at the module's start, so the last needed comes first), then the
+        # intrinsics it declares as their calls are met
         globals_ = [*reversed(self.libm.values()), *functions, *self.intrinsics.values()]
         header = ['; ModuleID = ""', f'target triple = "{triple}"',
                   f'target datalayout = "{data_layout}"', ""]  # fmt: skip
