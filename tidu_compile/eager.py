@@ -205,7 +205,7 @@ class Trace:
 
     __slots__ = (
         "graph", "_inputs", "needed_inputs", "_output_keys", "_saved", "_source0", "_source1",
-        "_output", "upstream", "stamp", "holders", "__weakref__",
+        "_output", "upstream", "stamp", "holders", "precomputed", "__weakref__",
     )  # fmt: skip
 
     def __init__(
@@ -234,6 +234,11 @@ class Trace:
         #: The objects (with a ``_version``) whose data the node saved, set by the
         #: frontend; None: none to check (a ``fast_ops`` node checks its sources).
         self.holders: tuple[Any, ...] | None = None
+        #: None, or cotangents computed with the forward (``frontend.joint_forward``: a
+        #: scalar loss's gradient): ``cotangents(cts, executor)`` gives the node's input
+        #: cotangents, or None to let ``backward`` run the transposed map, after
+        #: ``fill(node)`` completes ``saved_values`` for it (a tidu_compile addition).
+        self.precomputed: Any = None
 
     @property
     def output_keys(self) -> tuple[ValueKey, ...]:
@@ -307,7 +312,7 @@ class Trace:
         self.inputs  # noqa: B018 - built from the sources before they are dropped
         self._saved = _FREED
         self._source0 = self._source1 = self._output = None
-        self.holders = None
+        self.holders = self.precomputed = None
 
     def __repr__(self) -> str:
         return f"Trace({self.graph!r})"
@@ -389,6 +394,23 @@ class Recorder:
 
 class BackwardExecutor(ABC):
     """What ``backward`` calls for each tape node; see tidu's ``BackwardExecutor``."""
+
+    #: Whether a ``@tc.function`` call recording a scalar loss computes the loss's
+    #: gradient with its forward, by ``joint_program`` (``frontend.joint_forward``; a
+    #: tidu_compile addition to tidu's protocol).
+    joint_forward: bool = False
+
+    def joint_program(
+        self,
+        graph: RecordedGraph,
+        input_types: Sequence[Any],
+        needed: tuple[bool, ...],
+    ) -> Any:
+        """For an executor with ``joint_forward``: the graph that computes ``graph``'s one
+        real scalar output for inputs of ``input_types``, then the gradients of the
+        inputs with ``needed`` (``with_gradient``: their input positions), run with
+        ``run_graph``; None when there is none (see ``compiler.fused_grad``)."""
+        return None
 
     @abstractmethod
     def execute_forward(
@@ -516,6 +538,20 @@ def _check_seed(seed: Any, trace: Trace, slot: int) -> None:
 _FIRST_SLOT = (0,)
 
 
+def _precomputed(
+    node: Trace, precomputed: Any, cts: list[Any], executor: BackwardExecutor
+) -> list | None:
+    """``node.precomputed``'s input cotangents for ``cts`` when ``executor`` runs this
+    backward, read after ``saved_values``, which raises for a node freed or changed in
+    place since recording, as the transposed map's run would; else None, the node's
+    saved values completed for the transposed map."""
+    node.saved_values  # noqa: B018 - the checks only
+    results = precomputed.cotangents(cts, executor)
+    if results is None:
+        precomputed.fill(node)  # the saved values the transposed map reads
+    return results  # type: ignore[no-any-return]
+
+
 def backward(
     output_key: ValueKey,
     output_trace: Trace | None,
@@ -568,13 +604,17 @@ def backward(
             if not slots:
                 continue
             cts = [incoming[s] for s in slots]
-        linear = linearize(node.graph, slots, ctx)
-        forward = execute_forward(linear.primitive_graph, node.saved_values)
-        needed = node.needed_inputs
-        if needed is None:
-            results = run_transposed(linear, cts, forward, ctx)
-        else:
-            results = executor.run_transposed_linear_for(linear, cts, forward, ctx, needed)
+        precomputed = node.precomputed
+        if precomputed is None or (
+            results := _precomputed(node, precomputed, cts, executor)
+        ) is None:
+            linear = linearize(node.graph, slots, ctx)
+            forward = execute_forward(linear.primitive_graph, node.saved_values)
+            needed = node.needed_inputs
+            if needed is None:
+                results = run_transposed(linear, cts, forward, ctx)
+            else:
+                results = executor.run_transposed_linear_for(linear, cts, forward, ctx, needed)
         edges = node.inputs
         if len(results) != len(edges):
             raise ValueError(

@@ -162,7 +162,10 @@ def _record(args: argparse.Namespace) -> Any:
     inputs = [tc.tensor(a, requires_grad=a.dtype.name in DIFFERENTIABLE_DTYPES)
               for a in arrays]  # fmt: skip
     try:
-        loss = function(*inputs)
+        # recorded by numpy: on a CompiledExecutor a @tc.function's scalar loss would come
+        # with its gradient (``frontend.joint_forward``); the dump shows the tape's nodes
+        with tc.use_executor(tc.ReferenceExecutor()):
+            loss = function(*inputs)
     except SystemExit as error:
         raise CliError(f"recording the function: it called sys.exit({error.code!r})") from None
     except Exception as error:  # noqa: BLE001 - the user's function failed

@@ -13,7 +13,11 @@ read off the node the same way)::
 
 Whatever a tape node is (one op, a ``@tc.function`` composite, any graph a recorder
 puts on the tape), it reaches the executor through these protocol calls, so it is
-dumped the way it is compiled.
+dumped the way it is compiled. One exception: a ``@tc.function`` call recording a
+scalar loss on a ``CompiledExecutor`` computes the loss's gradient with its forward
+(``frontend.joint_forward``: ``func.value_and_grad``'s one program) unless
+``joint_forward=False``; its node's backward program, dumped here, runs on the general
+path only (a second backward, another executor, ``create_graph``).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ def test_a_quick_run_compiles_and_checks_its_gradients() -> None:
             cell["stages"])
         assert cell["cpu_seconds"] > 0 and cell["seconds"] > 0
     assert fused["compiles"] == 1  # value_and_grad: one program from the first call
-    assert ours["compiles"] == 2  # the tape's path: forward, then backward
+    assert ours["compiles"] == 1  # the tape's path: the joint forward, loss and gradient
     table = compile_time.format_compile(document)
     line = table.splitlines()[-1]
     assert line.startswith(f"{compile_time.QUICK_SIZES[0]:>6}  {compile_time._cell(ours)} ")

@@ -197,3 +197,22 @@ def test_plans_a_driver_cannot_run_keep_the_fast_path(monkeypatch: pytest.Monkey
     assert refused
     monkeypatch.setattr(native_plan.buffers, "DEBUG_FILL", True)
     assert not any(native_plan.may_promote(b) for b in _bound_plans())
+
+
+def test_plans_with_a_large_contraction_keep_blas(promoted: list[BoundPlan]) -> None:
+    """The RNN at width 80 (``u @ h``: 6,400 multiply-adds) keeps BLAS: its plan is not
+    promoted, and keeps the reference executor's results call after call; at width 4
+    (small products: the driver's routine) it is promoted."""
+    works = {}
+    for width in (80, 4):
+        arrays = _inputs(width, 3)
+        promoted.clear()
+        executor = CompiledExecutor(cache_dir=False, background=False)
+        with tc.use_executor(executor):
+            for _ in range(4):
+                _assert_close(_compiled(_rnn, arrays), _reference(_rnn, arrays))
+        assert (promoted == []) == (width == 80), width
+        works[width] = max(native_plan._product_work(s.op) for b in _bound_plans()
+                           for s in b.plan.steps
+                           if isinstance(getattr(s, "op", None), tc.ops.DotGeneral))  # fmt: skip
+    assert works[80] >= 80 * 80 > native_plan.MAX_PRODUCT_WORK

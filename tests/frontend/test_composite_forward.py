@@ -66,10 +66,10 @@ CASES = {
 }  # fmt: skip
 
 
-def _saved(loss: tc.Tensor) -> list[np.ndarray]:
-    """What the tape saved for the loss's node, in order (inputs, outputs, retained)."""
+def _saved(loss: tc.Tensor) -> dict[Any, np.ndarray]:
+    """What the tape saved for the loss's node (inputs, outputs, retained), by key."""
     assert loss._trace is not None
-    return [np.asarray(v) for v in loss._trace.saved_values.values()]
+    return {k: np.asarray(v) for k, v in loss._trace.saved_values.items()}
 
 
 def _close(got: np.ndarray, want: np.ndarray, single: bool) -> None:
@@ -82,29 +82,46 @@ def _close(got: np.ndarray, want: np.ndarray, single: bool) -> None:
     assert error <= (1e-4 if single else 1e-11), error
 
 
+@pytest.mark.parametrize("joint", [False, True], ids=["forward", "joint"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_compiled_forward_saves_what_numpy_saves(case: str, tmp_path: Path) -> None:
+def test_compiled_forward_saves_what_numpy_saves(case: str, joint: bool, tmp_path: Path) -> None:
+    """The forward program saves what numpy saves, and so does the joint forward
+    (``frontend.joint_forward``: the loss's gradient computed with it) once its node's
+    values are filled in for the general path; the gradients are the reference's."""
     function, make = CASES[case]()
-    compiled = CompiledExecutor(tmp_path)
+    compiled = CompiledExecutor(tmp_path, joint_forward=joint)
+
+    def wrt(tensors: list[tc.Tensor]) -> list[tc.Tensor]:
+        return [t for t in tensors if t.requires_grad]
+
     with tc.use_executor(compiled):
-        function(*make(0))  # traced, then the forward program compiled and run
+        first = make(0)
+        loss = function(*first)  # traced, then one program compiled and run
         assert compiled.stats.compiles == 1
+        if joint:  # the gradients came with the forward: the backward compiles nothing
+            tc.grad(loss, wrt(first))
+            assert compiled.stats.compiles == 1
         compiled.forbid_compile = True  # the cache serves the next calls
         inputs = make(1)
         loss = function(*inputs)
-        got = _saved(loss)
+        grads = tc.grad(loss, wrt(inputs), retain_graph=True) if joint else None
         compiled.forbid_compile = False
+        if joint:  # what the general path keeps, by the forward program (compiled now)
+            assert loss._trace is not None and loss._trace.precomputed is not None
+            loss._trace.precomputed.fill(loss._trace)
+        got = _saved(loss)
     with tc.use_executor(tc.ReferenceExecutor()):
         want = _saved(function(*inputs))
-    assert len(got) == len(want)
+    assert got.keys() == want.keys()
     single = "f32" in case or "float32" in case
-    for g, w in zip(got, want, strict=True):
-        _close(g, w, single)
-    grads = tc.grad(loss, [t for t in inputs if t.requires_grad], executor=compiled)
-    reference = tc.grad(loss, [t for t in inputs if t.requires_grad],
-                        executor=tc.ReferenceExecutor())  # fmt: skip
+    for key, w in want.items():
+        _close(got[key], w, single)
+    if grads is None:
+        grads = tc.grad(loss, wrt(inputs), executor=compiled)
+    reference = tc.grad(loss, wrt(inputs), executor=tc.ReferenceExecutor())
     for g, r in zip(grads, reference, strict=True):
         _close(g, r, single)
+    assert compiled.stats.joint_runs == (2 if joint else 0)
     assert compiled.stats.fallbacks == 0 and not compiled.stats.errors, compiled.stats.errors
 
 

@@ -32,7 +32,8 @@ Which plans (``may_promote``, then ``NativePlan`` raising ``NotNative``): at lea
 ``MIN_STEPS`` steps, intermediates of at most ``MAX_ARENA_BYTES`` in all (small
 programs: a large one is bound by its kernels, and an arena would keep all of its
 intermediates alive), no kernel worth threads, no LAPACK status to check between steps,
-no library step the driver cannot run; not in the debug mode ``TIDU_COMPILE_DEBUG_FILL``
+no contraction of more than ``MAX_PRODUCT_WORK`` multiply-adds (BLAS computes those
+faster), no library step the driver cannot run; not in the debug mode ``TIDU_COMPILE_DEBUG_FILL``
 (which poisons each output buffer); and only when ndarrays keep their data pointer where
 the driver reads it. The fast path promotes a plan once it has run ``PROMOTE_AFTER``
 times (``compiler.fast_path``): the driver's LLVM compile (40-130 ms for 50-90 steps,
@@ -42,6 +43,7 @@ AMD EPYC) is paid by hot plans only, on the calling thread, once per process.
 from __future__ import annotations
 
 import ctypes
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -52,10 +54,12 @@ from tidu_compile import forksafe
 from tidu_compile.backend.array_abi import array_data_offset
 from tidu_compile.compiler import buffers
 from tidu_compile.compiler.native_loop import NotNative, _compile_driver, _PlanCalls, _table
-from tidu_compile.compiler.plan import BoundPlan, KernelStep
+from tidu_compile.compiler.plan import BoundPlan, KernelStep, LibraryStep
+from tidu_compile.ops.structural import DotGeneral
 
 __all__ = [
-    "MAX_ARENA_BYTES", "MIN_STEPS", "PROMOTE_AFTER", "NativePlan", "may_promote", "promote",
+    "MAX_ARENA_BYTES", "MAX_PRODUCT_WORK", "MIN_STEPS", "PROMOTE_AFTER", "NativePlan",
+    "may_promote", "promote",
 ]  # fmt: skip
 
 #: Plans of fewer steps keep the fast path (its cost per step is what a driver saves).
@@ -64,7 +68,22 @@ MIN_STEPS = 8
 MAX_ARENA_BYTES = 1 << 20
 #: Calls of a plan before its driver is compiled.
 PROMOTE_AFTER = 50
+#: The most multiply-adds of one contraction a driver computes with its product routine
+#: (plain loops, ~1.2 G/s); a larger one keeps the plan on the fast path, whose BLAS call
+#: costs ~2 us more per call and runs 40-80x faster: a 784x256 layer's 128-row products
+#: (51 M in all) took 44 ms per step in a driver against 0.4 ms by BLAS (Intel Xeon).
+MAX_PRODUCT_WORK = 1 << 12
 _ALIGN = 64
+
+
+def _product_work(op: DotGeneral) -> int:
+    """The multiply-adds of one contraction: its output's elements times its depth."""
+    depth = math.prod(op.lhs_shape[d] for d in op.lhs_contracting)
+    free = math.prod(n for d, n in enumerate(op.lhs_shape)
+                     if d not in op.lhs_contracting and d not in op.lhs_batch)  # fmt: skip
+    other = math.prod(n for d, n in enumerate(op.rhs_shape)
+                      if d not in op.rhs_contracting and d not in op.rhs_batch)  # fmt: skip
+    return math.prod(op.lhs_shape[d] for d in op.lhs_batch) * free * other * depth
 
 
 def _nbytes(shape: tuple[int, ...], dtype: str) -> int:
@@ -79,6 +98,11 @@ class NativePlan:
         plan = bound.plan
         if any(isinstance(s, KernelStep) and s.status_error for s in plan.steps):
             raise NotNative("a LAPACK status is checked between steps")
+        for step in plan.steps:
+            if isinstance(step, LibraryStep) and isinstance(step.op, DotGeneral):
+                work = _product_work(step.op)
+                if work > MAX_PRODUCT_WORK:
+                    raise NotNative(f"a contraction of {work} multiply-adds (kept on BLAS)")
         probe = _PlanCalls(bound, "", {}, (), True, False)  # roots and intermediates
         results = {probe.root[r] for r in plan.results if r is not None}
         self.offsets: dict[int, int] = {}

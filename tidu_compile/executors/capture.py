@@ -24,8 +24,9 @@ to ``TapeCapture.run``:
 
 Anything the capture cannot serve (operands that are not arrays, a node that does not
 compile, a program ``forbid_compile`` keeps from compiling, a tape of one node or of
-more than ``MAX_NODES``) returns None and the per-node path runs, which raises the user's errors as
-always. Reading the saved values of the nodes that receive cotangents is what the
+more than ``MAX_NODES``, a tape with a node whose gradients came with its forward:
+``frontend.joint_forward``) returns None and the per-node path runs, which raises the
+user's errors as always. Reading the saved values of the nodes that receive cotangents is what the
 per-node path does too, so a value changed in place, or freed by a first backward,
 raises the same ``RuntimeError``.
 """
@@ -204,8 +205,9 @@ class TapeCapture:
         # the visiting order first (``backward`` walks it next if this returns None): a
         # tape of one node (its own program is the tape's) or too many nodes is left to
         # the per-node path before its structure is built (~5 ms for a GRU's 1,400 nodes)
-        if not 1 < len(visiting_order(output_trace)) <= MAX_NODES:
-            return None
+        order = visiting_order(output_trace)
+        if not 1 < len(order) <= MAX_NODES or any(n.precomputed is not None for n in order):
+            return None  # precomputed: a joint forward's gradients (``frontend.joint_forward``)
         tape = _tape(output_key, output_trace, wanted)
         layout = self.layouts.get(tape.key)
         if layout is None:

@@ -43,6 +43,7 @@ from tidu_compile.compiler.artifacts import Artifacts, Keys
 from tidu_compile.compiler.buffers import MIN_POOLED_BYTES, POOL
 from tidu_compile.compiler.cache import DiskCache, MemoryCache, default_cache_dir
 from tidu_compile.compiler.fast_path import build_fast_call
+from tidu_compile.compiler.fused_grad import FusedGrad, build_fused
 from tidu_compile.compiler.interpret import evaluate_program
 from tidu_compile.compiler.native import CodegenRefused
 from tidu_compile.compiler.plan import BoundPlan
@@ -136,6 +137,7 @@ class CompiledExecutor(BackwardExecutor):
         forbid_compile: bool = False,
         background: bool | None = None,
         capture: bool = True,
+        joint_forward: bool = True,
     ) -> None:
         if cache_dir is True or not (
             cache_dir is None or cache_dir is False or isinstance(cache_dir, str | os.PathLike)
@@ -167,6 +169,9 @@ class CompiledExecutor(BackwardExecutor):
         self._graph_fast = GraphFastCalls()  # their fast calls (``executors.graph_fast``)
         #: Whole-tape programs (``executors.capture``); None with ``capture=False``.
         self.capture = TapeCapture.of(self, CompiledExecutor) if capture else None
+        #: A ``@tc.function`` call recording a scalar loss computes its gradient with it
+        #: (``frontend.joint_forward``; ``stats.joint_runs`` counts them).
+        self.joint_forward = joint_forward
 
     # ---------------------------------------------------------------- protocol
 
@@ -202,6 +207,15 @@ class CompiledExecutor(BackwardExecutor):
             self._entries_by_graph.clear()  # graph objects come and go: keep the index bounded
         self._entries_by_graph[(id(graph), slots)] = entry
         return entry.linear
+
+    def joint_program(
+        self,
+        graph: RecordedGraph,
+        input_types: Sequence[Any],
+        needed: tuple[bool, ...],
+    ) -> FusedGrad | None:
+        """``compiler.fused_grad``'s loss-and-gradient graph (``frontend.joint_forward``)."""
+        return build_fused(graph, input_types, needed)
 
     def run_tape(
         self,

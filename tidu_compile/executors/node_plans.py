@@ -53,6 +53,9 @@ class ExecutorStats:
     #: Backward sweeps run by one of them (each instead of one run per node; each also
     #: counts as one of ``memory_hits``).
     captured_runs: int = 0
+    #: ``@tc.function`` calls that computed their loss's gradient with their forward, in
+    #: one program (``frontend.joint_forward``, which counts them).
+    joint_runs: int = 0
     compile_seconds: float = 0.0
     #: Time spent reading disk hits and loading their object code (not compiling).
     disk_seconds: float = 0.0
@@ -66,6 +69,7 @@ class ExecutorStats:
             f"fallbacks={self.fallbacks} loop_drivers={self.loop_drivers} "
             f"background_runs={self.background_runs} "
             f"captured={self.captured} captured_runs={self.captured_runs} "
+            f"joint_runs={self.joint_runs} "
             f"compile_seconds={self.compile_seconds:.3f} disk_seconds={self.disk_seconds:.3f}"
         )
 

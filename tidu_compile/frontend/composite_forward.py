@@ -36,7 +36,11 @@ from tidu_compile.eager import BackwardExecutor, RecordedGraph
 from tidu_compile.graph import Graph, GraphBuilder, Local, OperationNode
 from tidu_compile.ops.indexing import IndexedOp
 
-__all__ = ["ForwardPlan", "copy_operations"]
+__all__ = ["UNBUILT", "ForwardPlan", "copy_operations"]
+
+#: A trace's derived program (``func.value_and_grad``'s, the joint forward's) before its
+#: first use builds it.
+UNBUILT: Any = object()
 
 
 def copy_operations(

@@ -34,8 +34,8 @@ from __future__ import annotations
 import functools
 import struct
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -44,7 +44,8 @@ from tidu_compile import forksafe
 from tidu_compile.ad import Name
 from tidu_compile.collections_pause import fewer_collections
 from tidu_compile.eager import RecordedGraph
-from tidu_compile.frontend.composite_forward import ForwardPlan
+from tidu_compile.frontend.composite_forward import UNBUILT, ForwardPlan
+from tidu_compile.frontend.joint_forward import JointState, record_jointly
 from tidu_compile.frontend.state import (
     TransformInTrace,
     current_capture,
@@ -170,10 +171,6 @@ class Capture:
         return tensors
 
 
-#: ``_Traced.fused`` before ``func.value_and_grad`` first asks for it.
-UNBUILT = object()
-
-
 @dataclass
 class _Traced:
     """One traced signature: the recorded graph and what each call must supply."""
@@ -189,6 +186,8 @@ class _Traced:
     #: its first use: one per trace, whose key fixes the input types and which inputs
     #: require gradients. None: not fusable.
     fused: Any = UNBUILT
+    #: The joint forward's program and policy (``frontend.joint_forward``).
+    joint: JointState = field(default_factory=JointState)
 
     @property
     def graph(self) -> Graph:
@@ -208,10 +207,17 @@ class _Traced:
         return self.forward_plan.run(get_default_executor(), inputs)
 
 
-def _record(traced: _Traced, arguments: list[Tensor], values: list[Any]) -> list[Tensor]:
+def _record(
+    traced: _Traced,
+    arguments: list[Tensor],
+    values: list[Any],
+    kept: Sequence[tuple[ValueKey, int]] | None = None,
+) -> list[Tensor]:
+    """Record the call; the tape keeps the ``kept`` values (the trace's retained ones
+    unless given)."""
     constant_inputs = [Tensor(c) for c in traced.constants]
-    return record_call(traced.recorded, arguments + constant_inputs, values,
-                       traced.retained_pairs, arguments)  # fmt: skip
+    kept = traced.retained_pairs if kept is None else kept
+    return record_call(traced.recorded, arguments + constant_inputs, values, kept, arguments)
 
 
 def _static_key(value: Any) -> Hashable:
@@ -313,10 +319,16 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
         if traced.segmented is not None:
             outputs = traced.segmented.call(inputs, traced.constants, records)
             return outputs[0] if traced.single_output else tuple(outputs)
-        values = traced.forward([t._data for t in inputs] + traced.constants)
+        data = [t._data for t in inputs] + traced.constants
         if records:
-            outputs = _record(traced, inputs, values)
+            outputs = record_jointly(
+                traced.recorded, traced.forward_plan, traced.joint, inputs, data,
+                traced.retained_pairs, lambda v, kept: _record(traced, inputs, v, kept),
+            )  # fmt: skip
+            if outputs is None:
+                outputs = _record(traced, inputs, traced.forward(data))
         else:
+            values = traced.forward(data)
             outputs = [Tensor(np.asarray(values[i])) for i in traced.graph.outputs]
         return outputs[0] if traced.single_output else tuple(outputs)
 

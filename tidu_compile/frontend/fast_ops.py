@@ -146,6 +146,7 @@ def _recorded(
     trace.needed_inputs = needed
     trace.upstream = None
     trace.stamp = _changes[0]
+    trace.precomputed = None
     tensor = _new(Tensor)
     tensor._data = out
     tensor._requires_grad = True
@@ -218,6 +219,7 @@ def fast_unary(op: type[TensorOp], general: Callable[[Any], Any]) -> Callable[[A
                 trace.needed_inputs = None
                 trace.upstream = None
                 trace.stamp = _changes[0]
+                trace.precomputed = None
                 tensor = _new(Tensor)
                 tensor._data = out
                 tensor._requires_grad = True
@@ -296,6 +298,7 @@ def fast_binary(
                 trace.needed_inputs = None if ra and rb else (ra, rb)
                 trace.upstream = None
                 trace.stamp = _changes[0]
+                trace.precomputed = None
                 tensor = _new(Tensor)
                 tensor._data = out
                 tensor._requires_grad = True

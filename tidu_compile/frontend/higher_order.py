@@ -78,6 +78,9 @@ def backward_recorded(
         needed = node.needed_inputs or (True,) * len(node.inputs)
         linear = executor.linearize_recorded_graph(node.graph, slots, None)
         seeds = [incoming[s] for s in slots]
+        if node.precomputed is not None:  # a joint forward's node: what the map reads
+            node.saved_values  # noqa: B018 - freed or changed in place: raises first
+            node.precomputed.fill(node)
         forward = executor.execute_forward(linear.primitive_graph, node.saved_values)
         values = executor.run_transposed_linear_for(
             linear, [s._data for s in seeds], forward, None, needed  # type: ignore[union-attr]

@@ -8,8 +8,9 @@ The program is the chain of issue 23, ``ops`` operations on 64 float64 elements:
 
 Ours, on a ``CompiledExecutor`` with blocking compiles and no disk cache (so everything
 is compiled, and ``stats.stage_seconds`` says where the time went): ``@tc.function`` of
-it, its gradient with respect to ``h`` and ``w`` by ``tc.grad`` (the tape's path: a
-forward program, then a backward one), and ``func.value_and_grad`` of the
+it, its gradient with respect to ``h`` and ``w`` by ``tc.grad`` (the tape's path: one
+joint forward program computing the loss and its gradient, ``frontend.joint_forward``),
+and ``func.value_and_grad`` of the
 ``@tc.function`` (JAX's form: one fused program from the first call). The peer:
 ``jax.jit(jax.value_and_grad(f, argnums=(0, 1)))``, first call. Each measurement runs in
 a fresh process (``python -m tidu_compile.tools.bench.compile_time CHILD``), which first

@@ -155,7 +155,9 @@ def _saved_bytes(program: str, checkpoint: bool) -> int:
 
     loss, names = _tidu_loss(program, checkpoint)
     arrays = _arrays(program)
-    value = loss(*(tc.tensor(arrays[n], requires_grad=True) for n in names))
+    with tc.use_executor(tc.ReferenceExecutor()):  # the general path's tape (a joint
+        # forward's keeps the gradients instead: ``frontend.joint_forward``)
+        value = loss(*(tc.tensor(arrays[n], requires_grad=True) for n in names))
     seen: set[int] = set()
     total, stack = 0, [value._trace]
     while stack:  # every node of the tape behind the loss
