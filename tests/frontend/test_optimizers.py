@@ -196,6 +196,39 @@ def test_a_step_is_one_compiled_program_for_all_parameters() -> None:
     assert len(tc.optim.Adam.program.traces) >= 1  # type: ignore[attr-defined]
 
 
+def test_a_step_replays_its_trace_by_the_layouts_of_its_arguments() -> None:
+    """``step`` finds its traced program by the arguments' layouts (``_Target.key``):
+    one trace per layout, a new one when a parameter's gradient appears or goes, when
+    the momentum buffer appears (first step), or when a state array's dtype changes;
+    every step's values are SGD's by hand."""
+    executor = CompiledExecutor(cache_dir=False, background=False)
+    w, b = tc.tensor(W0.copy(), requires_grad=True), tc.tensor(B0.copy(), requires_grad=True)
+    optimizer = tc.optim.SGD([w, b], lr=0.1, momentum=0.5)
+    want_w, want_b = W0.copy(), B0.copy()
+    buffers: dict[str, np.ndarray] = {}
+    with tc.use_executor(executor):
+        for step in range(5):
+            optimizer.zero_grad()
+            grads = {"w": RNG.normal(size=W0.shape), "b": RNG.normal(size=B0.shape)}
+            w.grad = grads["w"].copy()
+            if step != 3:  # step 3: b has no gradient (it keeps its value)
+                b.grad = grads["b"].copy()
+            if step == 4:  # a float32 buffer given by hand: computed in float64 again
+                optimizer.state[w]["momentum_buffer"] = buffers["w"].astype(np.float32)
+                buffers["w"] = buffers["w"].astype(np.float32).astype(np.float64)
+            optimizer.step()
+            for name, param, want in (("w", w, want_w), ("b", b, want_b)):
+                if name == "b" and step == 3:
+                    continue
+                g = grads[name]
+                buffers[name] = g if name not in buffers else 0.5 * buffers[name] + g
+                want -= 0.1 * buffers[name]
+                np.testing.assert_allclose(param.numpy(), want, rtol=1e-6 if step == 4 else 1e-14)
+    # first step, later steps (buffers present), b without a gradient, the float32 buffer
+    assert len(optimizer._traces) == 4  # noqa: SLF001
+    assert executor.stats.fallbacks == 0
+
+
 def test_float32_parameters_stay_float32(compiled: CompiledExecutor) -> None:
     w = tc.tensor(np.ones(3, np.float32), requires_grad=True)
     optimizer = tc.optim.Adam([w], lr=0.1)

@@ -359,13 +359,18 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
                     traces.popitem(last=False)
         return traced
 
-    def trace_for(args: tuple[Any, ...]) -> tuple[_Traced, list[Any]] | None:
+    def trace_for(
+        args: tuple[Any, ...], needs_gradient: bool = True
+    ) -> tuple[_Traced, list[Any]] | None:
         """The trace a call with ``args`` replays (traced now if new: its first call then
         needs no forward program of its own) and its tensor and array leaves (in the
-        trace's input order), or None when that call takes the tape's path."""
+        trace's input order), or None when that call takes the tape's path (or, with
+        ``needs_gradient``, when no leaf requires gradients: ``optim``'s steps ask
+        without)."""
         leaves: list[Any] = []
         key = _flatten((args, {}), leaves)
-        if not any(isinstance(a, Tensor) and a._requires_grad for a in leaves):
+        if needs_gradient and not any(isinstance(a, Tensor) and a._requires_grad
+                                      for a in leaves):  # fmt: skip
             return None
         try:
             with lock:
