@@ -16,10 +16,10 @@ class has a row here (``has_complex_lowering``).
                                               %mi = arith.addf %2, %3 : f64
 
 Formulas: textbook multiplication (as numpy), Smith's algorithm for division,
-``exp(a + bi) = e^a (cos b + i sin b)``, sinh and cosh from the real parts' sinh,
-cosh, sin and cos; compare eq is "both parts equal", ne its
-negation (NaN parts compare unequal). Infinite and NaN parts may differ from numpy's
-special cases in mul, div, exp, sinh and cosh.
+``exp(a + bi) = e^a (cos b + i sin b)`` with C99's special cases (``_exp``), sinh and
+cosh from the real parts' sinh, cosh, sin and cos; compare eq is "both parts equal", ne
+its negation (NaN parts compare unequal). Infinite and NaN parts may differ from numpy's
+special cases in mul, div, sinh and cosh.
 """
 
 from __future__ import annotations
@@ -190,10 +190,22 @@ def _convert(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scal
 
 
 def _exp(op: Operation, args: Sequence[Scalar], emit: Emit) -> Sequence[Scalar]:
+    """``e^a (cos b + i sin b)``, with C99's (and numpy's) special cases where the
+    product would give a NaN: ``b == 0`` keeps ``b`` as the imaginary part (``e^inf *
+    sin 0``), and for a non-finite ``b`` an ``a`` of ``-inf`` gives 0 and one of ``+inf``
+    gives ``(inf, nan)`` (``0 * cos(nan)``, ``inf * cos(inf)``)."""
     re, im = args[0]
-    scale = emit(math.ExpOp(re)).results[0]
-    return [(_mul(emit, scale, emit(math.CosOp(im)).results[0]),
-             _mul(emit, scale, emit(math.SinOp(im)).results[0]))]
+    f = Scalars(emit, re.type)
+    scale = f.exp(re)
+    real = f.mul(scale, emit(math.CosOp(im)).results[0])
+    imag = f.mul(scale, emit(math.SinOp(im)).results[0])
+    infinity, zero = f.const(float("inf")), f.const(0.0)
+    endless = f.cmp(f.abs(im), "uge", infinity)  # b is infinite or NaN
+    to_zero = f.both(endless, f.cmp(re, "oeq", f.neg(infinity)))
+    real = f.select(to_zero, zero, f.select(f.both(endless, f.cmp(re, "oeq", infinity)),
+                                            infinity, real))  # fmt: skip
+    imag = f.select(to_zero, zero, f.select(f.cmp(im, "oeq", zero), im, imag))
+    return [(real, imag)]
 
 
 def _hyperbolic(sinh_like: bool) -> ComplexLowering:

@@ -11,7 +11,8 @@ at another dtype (``widened``). It covers:
   0-d values), Python and array constants, ``where`` with data masks, ``maximum``;
 * fan-out (values reused), the two-output ``sincos``, reductions (``sum``/``mean`` with
   axes and ``keepdims``), ``matmul`` (2-d, vector and batched), reshape and transpose;
-* ``tc.function`` composites: a stretch of steps recorded as ONE tape node;
+* ``tc.function`` composites: a stretch of steps recorded as ONE tape node, or the whole
+  program with its loss (a scalar: the joint forward);
 * every parameterless elementwise op of the op table (``fuzz_table``);
 * indexing (basic, advanced with repeated indices, ``.at``), joining and einsum steps
   (``fuzz_indexing``);
@@ -57,6 +58,9 @@ class FuzzProgram:
     losses: tuple[int, ...]  # pool indices summed into the loss
     weights_seed: int
     composite: tuple[int, int] | None  # [start, stop) of the steps recorded as one node
+    #: The whole program, loss included, is one ``tc.function`` (its scalar loss: the
+    #: joint forward of a ``CompiledExecutor``, ``frontend.joint_forward``).
+    whole: bool = False
     _functions: dict[str, Callable[..., Any]] = field(default_factory=dict, repr=False)
 
     def arrays(self, dtype: str | None = None) -> list[np.ndarray]:
@@ -74,10 +78,18 @@ class FuzzProgram:
     def describe(self) -> str:
         steps = "; ".join(f"{s.kind}{list(s.args)}{list(s.params) or ''}" for s in self.steps)
         return (f"seed={self.seed} dtype={self.dtype} shapes={self.shapes} "
-                f"composite={self.composite} steps: {steps}")  # fmt: skip
+                f"composite={self.composite} whole={self.whole} steps: {steps}")  # fmt: skip
 
     def run(self, inputs: Sequence[tc.Tensor]) -> tc.Tensor:
         """Interpret the program on tensors (recorded if they require gradients)."""
+        if not self.whole:
+            return self._loss(*inputs)
+        key = f"whole {inputs[0].dtype}"
+        if key not in self._functions:  # one traced function per dtype, reused
+            self._functions[key] = tc.function(self._loss)
+        return self._functions[key](*inputs)  # type: ignore[no-any-return]
+
+    def _loss(self, *inputs: tc.Tensor) -> tc.Tensor:
         pool: list[tc.Tensor] = list(inputs)
         start, stop = self.composite or (len(self.steps), len(self.steps))
         _interpret(self.steps[:start], pool)
@@ -295,7 +307,9 @@ def make_program(seed: int, steps: int | None = None, dtype: str | None = None) 
         start = int(rng.integers(0, length - 1))
         composite = (start, int(rng.integers(start + 1, length + 1)))
     losses = tuple(int(i) for i in rng.integers(0, 1 << 20, int(rng.integers(1, 4))))
-    return FuzzProgram(seed, dtype, shapes, program, losses, seed + 7, composite)
+    # drawn apart, so that the other draws of a seed stay what they were
+    whole = composite is None and bool(np.random.default_rng(seed + 13).random() < 0.3)
+    return FuzzProgram(seed, dtype, shapes, program, losses, seed + 7, composite, whole)
 
 
 def wide_dtype(dtype: str) -> str:

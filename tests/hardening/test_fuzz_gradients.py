@@ -36,7 +36,9 @@ def gradients(
     program: FuzzProgram, executor: tc.BackwardExecutor, arrays: list[np.ndarray]
 ) -> list[np.ndarray]:
     inputs = [tc.tensor(a, requires_grad=True) for a in arrays]
-    grads = tc.grad(program.run(inputs), inputs, executor=executor)
+    with tc.use_executor(executor):  # recorded on it too: a joint forward's gradients
+        loss = program.run(inputs)
+    grads = tc.grad(loss, inputs, executor=executor)
     return [np.zeros_like(a) if g is None else g for a, g in zip(arrays, grads, strict=True)]
 
 
@@ -221,7 +223,7 @@ def test_each_dtype_gets_programs(dtype: str) -> None:
     kinds = {s.kind for p in programs for s in p.steps}
     assert {"unary", "binary", "table", "constant", "reduce", "matmul", "shape", "sincos",
             "index", "join", "einsum"} <= kinds
-    assert any(p.composite for p in programs)
+    assert any(p.composite for p in programs) and any(p.whole for p in programs)
     counts = FuzzCounts(f"smoke {dtype}")
     check_program(programs[1], CompiledExecutor(cache_dir=False), counts)
     assert not counts.failures, counts.failures

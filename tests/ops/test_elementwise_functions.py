@@ -135,6 +135,22 @@ def test_values_at_special_inputs_match_numpy() -> None:
     np.testing.assert_allclose(tc.sign(tc.tensor(z[2:])).numpy(), np.sign(z[2:]), rtol=1e-15)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_compiled_complex_exp_has_numpys_special_values(dtype: type) -> None:
+    """Compiled complex ``exp`` (``tidu-complex-lowering``'s ``_exp``) at every mix of
+    infinite, NaN, zero and finite parts is numpy's (C99's ``cexp``): ``e^a * cos b``
+    alone would give a NaN at ``(-inf, nan)``, ``(inf, 0)`` and ``(inf, inf)``."""
+    parts = (-np.inf, np.inf, np.nan, 0.5, 0.0, -0.0)
+    z = np.array([complex(a, b) for a in parts for b in (*parts, 1.0, -3.0)], dtype)
+    with tc.use_executor(CompiledExecutor(False, background=False)), np.errstate(all="ignore"):
+        got = tc.function(tc.exp)(tc.tensor(z, requires_grad=True)).numpy()
+        want = np.exp(z)
+    for part in ("real", "imag"):  # NaN where numpy's is, infinities equal, close elsewhere
+        g, w = getattr(got, part), getattr(want, part)
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=part)
+        np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=part)
+
+
 def test_functions_of_issue_9_are_exported() -> None:
     names = [
         "abs", "absolute", "sign", "clip", "minimum", "maximum", "fmax", "fmin", "square",
