@@ -307,8 +307,11 @@ def make_program(seed: int, steps: int | None = None, dtype: str | None = None) 
         start = int(rng.integers(0, length - 1))
         composite = (start, int(rng.integers(start + 1, length + 1)))
     losses = tuple(int(i) for i in rng.integers(0, 1 << 20, int(rng.integers(1, 4))))
-    # drawn apart, so that the other draws of a seed stay what they were
-    whole = composite is None and bool(np.random.default_rng(seed + 13).random() < 0.3)
+    # drawn apart, so that the other draws of a seed stay what they were; real programs
+    # only: complex sinh, cosh, mul and div differ from numpy at infinite parts when
+    # compiled (``passes/tidu_complex_lowering.py``), which a whole program recomputes
+    whole = (composite is None and dtype in REAL
+             and bool(np.random.default_rng(seed + 13).random() < 0.3))  # fmt: skip
     return FuzzProgram(seed, dtype, shapes, program, losses, seed + 7, composite, whole)
 
 
