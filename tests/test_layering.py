@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("forksafe", "ownership", "version", "eager_keys", "collections_pause"),
     ("graph",),  # keys, graphs, builder, resolve (pure Python)
     ("ad", "printing"),  # rules and transforms; text and dot of graphs
-    ("evaluation",),  # running a graph on values, op by op
+    ("evaluation", "recorded_graph"),  # running a graph on values; a graph as recorded
     ("eager",),  # the tape, backward, BackwardExecutor
     ("node_graphs",),  # a tape node's JVP and VJP as graphs
     ("ops",),  # the standard primitives and THE op table
