@@ -2,7 +2,8 @@
 
 * ``executor``: each test twice, as the default executor: the ``ReferenceExecutor`` and a
   ``CompiledExecutor`` (on one disk cache per module), which must end the test with no
-  fallback and no compile error. A module may define its own ``executor`` instead.
+  fallback and no compile error. A module may define its own ``executor`` instead, such
+  as ``compiled_only``: a fresh memory-only ``CompiledExecutor``, checked the same way.
 """
 
 from __future__ import annotations
@@ -31,3 +32,11 @@ def executor(
         yield chosen
     if isinstance(chosen, CompiledExecutor):
         assert chosen.stats.fallbacks == 0 and not chosen.stats.errors, chosen.stats.errors
+
+
+@pytest.fixture
+def compiled_only() -> Iterator[CompiledExecutor]:
+    compiled = CompiledExecutor(False)
+    with tc.use_executor(compiled):
+        yield compiled
+    assert compiled.stats.fallbacks == 0 and not compiled.stats.errors, compiled.stats.errors
