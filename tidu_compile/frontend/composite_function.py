@@ -12,7 +12,9 @@ too (so that every call gives the same values), runs the graph as one program of
 current executor: native code compiled like a backward program on a ``CompiledExecutor``
 (``frontend.composite_forward``), numpy op by op on the ``ReferenceExecutor``; each call
 records a single tape node, so the backward pass of the whole function is one compiled
-program, usually one fused kernel. A new signature re-traces.
+program, usually one fused kernel (a scalar loss on a ``CompiledExecutor`` computes its
+gradient with its forward instead, in one program: ``frontend.joint_forward``). A new
+signature re-traces.
 
 Arguments may be given by position or keyword and nest in lists, tuples and dicts
 (``params=[(W1, b1), (W2, b2)]``). Tensors and numpy arrays are the graph's inputs:
