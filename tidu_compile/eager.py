@@ -11,8 +11,10 @@ sorts the nodes reachable from an output, visits them in reverse and, per node, 
    for a node with inputs that need no gradient, ``run_transposed_linear_for``, which
    tells the executor which cotangents will be read),
 
-then accumulates the input cotangents with ``add_operands``. The tape never looks at the
-operands themselves: a scalar primitive set with float operands works as well as numpy.
+then accumulates the input cotangents with ``add_operands`` (a node that carries its
+input cotangents, computed with its forward for the executor at hand, hands them over
+instead: ``Trace.precomputed``). The tape never looks at the operands themselves: a
+scalar primitive set with float operands works as well as numpy.
 
 Saved values carry a version, as PyTorch's do: a frontend that changes a value in place
 (``p -= lr * p.grad`` under ``no_grad``) calls ``note_change(holder)``, which gives the

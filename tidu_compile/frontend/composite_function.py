@@ -188,7 +188,7 @@ class _Traced:
     #: its first use: one per trace, whose key fixes the input types and which inputs
     #: require gradients. None: not fusable.
     fused: Any = UNBUILT
-    #: The joint forward's program and policy (``frontend.joint_forward``).
+    #: The joint forward's program (``frontend.joint_forward``).
     joint: JointState = field(default_factory=JointState)
 
     @property
@@ -325,7 +325,7 @@ def function(fn: F | None = None, *, max_traces: int = 64, always_compiled: bool
         if records:
             outputs = record_jointly(
                 traced.recorded, traced.forward_plan, traced.joint, inputs, data,
-                traced.retained_pairs, lambda v, kept: _record(traced, inputs, v, kept),
+                traced.retained_pairs, lambda values: _record(traced, inputs, values, ()),
             )  # fmt: skip
             if outputs is None:
                 outputs = _record(traced, inputs, traced.forward(data))

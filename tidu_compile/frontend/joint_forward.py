@@ -53,8 +53,9 @@ from tidu_compile.ops import type_of
 
 __all__ = ["JointGradients", "JointState", "record_jointly"]
 
-#: ``record(values by local id, kept (key, local id) pairs)``: the call's output tensors.
-Record = Callable[[list[Any], Sequence[tuple[ValueKey, int]]], list[Tensor]]
+#: ``record(values by local id)``: the call's output tensors, recorded with none of the
+#: values the general path keeps.
+Record = Callable[[list[Any]], list[Tensor]]
 
 
 @dataclass
@@ -111,9 +112,9 @@ def record_jointly(
 ) -> list[Tensor] | None:
     """The output tensors of a recording call (``inputs``: its argument tensors;
     ``data``: their arrays, then the trace's constants) of the trace of ``recorded``,
-    recorded by ``record`` with the joint program's loss and no ``kept`` values (the
-    ``(key, local id)`` pairs the general path keeps: ``JointGradients.fill``); ``state``:
-    the trace's. None: not joint (the caller takes the general path)."""
+    recorded by ``record`` with the joint program's loss; ``kept``: the ``(key, local
+    id)`` pairs the general path keeps, for ``JointGradients.fill``; ``state``: the
+    trace's. None: not joint (the caller takes the general path)."""
     executor = get_default_executor()
     program = state.program
     if (
@@ -136,7 +137,7 @@ def record_jointly(
     gradients: list[Any] = [None] * len(data)
     for position, gradient in zip(program.with_gradient, results[1:], strict=True):
         gradients[position] = np.asarray(gradient)
-    outputs = record(values, ())
+    outputs = record(values)
     trace = outputs[0]._trace
     if trace is not None:
         trace.precomputed = JointGradients(gradients, executor, plan, data, kept)
