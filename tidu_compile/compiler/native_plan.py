@@ -77,13 +77,10 @@ _ALIGN = 64
 
 
 def _product_work(op: DotGeneral) -> int:
-    """The multiply-adds of one contraction: its output's elements times its depth."""
-    depth = math.prod(op.lhs_shape[d] for d in op.lhs_contracting)
-    free = math.prod(n for d, n in enumerate(op.lhs_shape)
-                     if d not in op.lhs_contracting and d not in op.lhs_batch)  # fmt: skip
-    other = math.prod(n for d, n in enumerate(op.rhs_shape)
-                      if d not in op.rhs_contracting and d not in op.rhs_batch)  # fmt: skip
-    return math.prod(op.lhs_shape[d] for d in op.lhs_batch) * free * other * depth
+    """The multiply-adds of one contraction: batch x free x free x depth, which is the
+    operands' element counts over their shared (batch and contracted) extent."""
+    shared = math.prod(op.lhs_shape[d] for d in (*op.lhs_batch, *op.lhs_contracting))
+    return math.prod(op.lhs_shape) * math.prod(op.rhs_shape) // max(shared, 1)
 
 
 def _nbytes(shape: tuple[int, ...], dtype: str) -> int:

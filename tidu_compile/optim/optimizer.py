@@ -67,6 +67,9 @@ def _grad_array(grad: Any) -> np.ndarray:
 
 #: ``Optimizer._traces`` keeps at most this many layouts (cleared when full).
 _MAX_TRACES = 64
+#: ``Optimizer._traces``'s entry for a layout whose trace runs only by the call (a long
+#: trace cut into segments: ``frontend.trace_segments``).
+_BY_CALL: Any = object()
 
 
 @dataclass
@@ -217,19 +220,20 @@ class Optimizer:
         MLP's 0.2 ms step); a new key traces through the call's own lookup."""
         key = tuple(t.key() for t in targets)
         traced = self._traces.get(key)
-        if traced is None:
+        if traced is None or traced is _BY_CALL:
             entries: list[Entry] = [
                 (t.param.detach(), Tensor(t.grad), {n: Tensor(t.state[n]) for n in t.present},
                  t.scalars, t.options)
                 for t in targets
             ]  # fmt: skip
             with no_grad():
-                found = type(self).program.trace_for((entries,), needs_gradient=False)  # type: ignore[attr-defined]
-            if found is None or found[0].forward_plan is None:  # segmented: the call's path
-                with no_grad():
+                found = None if traced is _BY_CALL else type(self).program.trace_for(  # type: ignore[attr-defined]
+                    (entries,), needs_gradient=False)  # fmt: skip
+                if len(self._traces) >= _MAX_TRACES:
+                    self._traces.clear()
+                if found is None or found[0].forward_plan is None:  # segmented: by the call
+                    self._traces[key] = _BY_CALL
                     return [r.numpy() for r in type(self).program(entries)]
-            if len(self._traces) >= _MAX_TRACES:
-                self._traces.clear()
             traced = self._traces[key] = found[0]
         data: list[Any] = []
         for t in targets:
