@@ -298,6 +298,12 @@ class BackwardExecutor(ABC):
     #: tidu_compile addition to tidu's protocol).
     joint_forward: bool = False
 
+    #: Whether forward mode, and reverse mode with the graph kept, run a sweep seen before
+    #: as one graph of every node's JVP or VJP, recorded as one node
+    #: (``frontend.spliced_tangents``, ``frontend.spliced_cotangents``; a tidu_compile
+    #: addition).
+    splice_sweeps: bool = False
+
     def joint_program(
         self,
         graph: RecordedGraph,

@@ -229,7 +229,8 @@ def _gradients(
 ) -> list[Tree]:
     """The cotangents of ``variables`` (zeros where none reaches), as trees."""
     live = [(out, seed) for out, seed in roots if out.requires_grad]
-    cotangents = backward_recorded(live, get_default_executor()) if live else {}
+    wanted = [v._key for fresh in variables for v in fresh]
+    cotangents = backward_recorded(live, get_default_executor(), wanted) if live else {}
     return _as_trees(cotangents, variables, rebuilders, lambda c, v: c)
 
 

@@ -14,7 +14,8 @@ Per node, the first call with given input types builds the node's backward progr
 4. with ``background=True`` a node that must be compiled runs on the reference path
    while a worker process compiles it (``compiler.background``);
 5. a tape whose structure was seen before runs as one program (``run_tape``,
-   ``executors.capture``), unless ``capture=False``.
+   ``executors.capture``), and so does a forward-mode or graph-keeping reverse sweep
+   (``frontend.spliced_tangents``, ``spliced_cotangents``), unless ``capture=False``.
 
 ``execute_forward`` computes nothing: residuals are recomputed inside the kernels from
 the saved data (or read from values the tape retained). A node some of whose inputs
@@ -169,6 +170,7 @@ class CompiledExecutor(BackwardExecutor):
         self._graph_fast = GraphFastCalls()  # their fast calls (``executors.graph_fast``)
         #: Whole-tape programs (``executors.capture``); None with ``capture=False``.
         self.capture = TapeCapture.of(self, CompiledExecutor) if capture else None
+        self.splice_sweeps = bool(capture)  # ``frontend.spliced_tangents``, ``_cotangents``
         #: A ``@tc.function`` call recording a scalar loss computes its gradient with it
         #: (``frontend.joint_forward``; ``stats.joint_runs`` counts them).
         self.joint_forward = joint_forward

@@ -56,6 +56,8 @@ class ExecutorStats:
     #: ``@tc.function`` calls that computed their loss's gradient with their forward, in
     #: one program (``frontend.joint_forward``, which counts them).
     joint_runs: int = 0
+    #: Forward-mode sweeps run as one spliced graph (``frontend.spliced_tangents``).
+    spliced_runs: int = 0
     compile_seconds: float = 0.0
     #: Time spent reading disk hits and loading their object code (not compiling).
     disk_seconds: float = 0.0
@@ -69,7 +71,7 @@ class ExecutorStats:
             f"fallbacks={self.fallbacks} loop_drivers={self.loop_drivers} "
             f"background_runs={self.background_runs} "
             f"captured={self.captured} captured_runs={self.captured_runs} "
-            f"joint_runs={self.joint_runs} "
+            f"joint_runs={self.joint_runs} spliced_runs={self.spliced_runs} "
             f"compile_seconds={self.compile_seconds:.3f} disk_seconds={self.disk_seconds:.3f}"
         )
 

@@ -141,7 +141,8 @@ def tensor_backward(
     retain = create_graph if retain_graph is None else bool(retain_graph)
     chosen = _chosen_inputs(inputs)
     if create_graph:
-        cotangents = _recorded_cotangents(self, seed, None)
+        keys = None if chosen is None else [t._key for t in chosen]
+        cotangents = _recorded_cotangents(self, seed, None, keys)
     else:
         wanted = _LeavesAndRetained() if chosen is None else {t._key for t in chosen}
         cotangents = run_backward(self, seed, None, retain, wanted)
@@ -239,9 +240,13 @@ def grad(
 
 
 def _recorded_cotangents(
-    output: Tensor, seed: Any, executor: BackwardExecutor | None
+    output: Tensor,
+    seed: Any,
+    executor: BackwardExecutor | None,
+    wanted: Sequence[ValueKey] | None = None,
 ) -> dict[ValueKey, Tensor]:
-    """The cotangents (tensors recorded on the tape) of every value reached from ``output``."""
+    """The cotangents (tensors recorded on the tape) of every value reached from
+    ``output``; of the ``wanted`` keys at least, when given (``backward_recorded``)."""
     if not isinstance(output, Tensor):
         raise TypeError(f"output: expected a Tensor, got {type(output).__name__}")
     if not output.requires_grad:
@@ -252,12 +257,12 @@ def _recorded_cotangents(
     else:
         seed_tensor = Tensor(_seed_for(output, seed))
     executor = executor if executor is not None else get_default_executor()
-    return backward_recorded([(output, seed_tensor)], executor)
+    return backward_recorded([(output, seed_tensor)], executor, wanted)
 
 
 def _recorded_gradients(
     output: Tensor, inputs: Sequence[Tensor], seed: Any, executor: BackwardExecutor | None
 ) -> list[Tensor | None]:
     """``grad`` with ``create_graph=True``: tensors recorded on the tape."""
-    cotangents = _recorded_cotangents(output, seed, executor)
+    cotangents = _recorded_cotangents(output, seed, executor, [t._key for t in inputs])
     return [cotangents.get(t._key) if t.requires_grad else None for t in inputs]

@@ -13,6 +13,9 @@ its own (``record_node``), so the results stay differentiable to any order:
   producers first; per node with an input tangent the executor evaluates the node's
   JVP graph (``run_graph``: compiled), recorded with inputs (the node's inputs, the
   input tangents) and the output tangents as outputs. No reverse pass.
+
+A sweep seen before may run as one graph of all its nodes' VJPs or JVPs, recorded as
+one node (``frontend.spliced_cotangents``, ``frontend.spliced_tangents``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import numpy as np
 
 from tidu_compile.eager import BackwardExecutor, EagerInput, RecordedGraph, Trace, upstream_nodes
 from tidu_compile.frontend.namespace import FUNCTIONS
+from tidu_compile.frontend.spliced_cotangents import spliced_cotangents
+from tidu_compile.frontend.spliced_tangents import spliced_tangents
 from tidu_compile.frontend.tensor import Tensor, eager_input, record_node
 from tidu_compile.graph import ValueKey
 from tidu_compile.node_graphs import jvp_graph, vjp_graph
@@ -57,10 +62,18 @@ def _add(a: Tensor, b: Tensor) -> Tensor:
 
 
 def backward_recorded(
-    roots: Sequence[tuple[Tensor, Tensor]], executor: BackwardExecutor
+    roots: Sequence[tuple[Tensor, Tensor]],
+    executor: BackwardExecutor,
+    wanted: Sequence[ValueKey] | None = None,
 ) -> dict[ValueKey, Tensor]:
     """Cotangents (recorded tensors) of every tape value reached from the ``(output,
-    seed)`` pairs, by tape key."""
+    seed)`` pairs, by tape key; of the ``wanted`` keys at least, when given. With the
+    executor's ``splice_sweeps`` and ``wanted``, a sweep seen before runs as one graph
+    (``spliced_cotangents``) and gives those keys' only."""
+    if wanted is not None and executor.splice_sweeps:
+        spliced = spliced_cotangents(roots, wanted, executor)
+        if spliced is not None:
+            return spliced
     cotangents: dict[ValueKey, Tensor] = {}
 
     def accumulate(key: ValueKey, ct: Tensor) -> None:
@@ -108,7 +121,12 @@ def push_tangents(
     executor: BackwardExecutor,
 ) -> list[Tensor | None]:
     """The tangents (recorded tensors) of ``outputs`` for ``tangents`` of ``inputs``;
-    None where an output does not depend on the inputs."""
+    None where an output does not depend on the inputs. With the executor's
+    ``splice_sweeps``, a sweep seen before runs as one graph (``spliced_tangents``)."""
+    if executor.splice_sweeps:
+        spliced = spliced_tangents(inputs, tangents, outputs, executor)
+        if spliced is not None:
+            return spliced
     tangent_of: dict[ValueKey, Tensor] = {x._key: t for x, t in zip(inputs, tangents,
                                                                     strict=True)}  # fmt: skip
     traces = [o._trace for o in outputs if o._trace is not None]
