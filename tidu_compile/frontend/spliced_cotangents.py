@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from tidu_compile.ad import Name
 from tidu_compile.eager import BackwardExecutor, EagerInput, RecordedGraph, Trace, upstream_nodes
 from tidu_compile.frontend import splicing
-from tidu_compile.frontend.splicing import Primals, Result, SpliceMemo, inline, pick, run_recorded
+from tidu_compile.frontend.splicing import (
+    Primals,
+    SplicedGraph,
+    SpliceMemo,
+    inline,
+    pick,
+    run_recorded,
+)
 from tidu_compile.frontend.tensor import Tensor, eager_input
 from tidu_compile.graph import GraphBuilder, Primary, ValueKey
 from tidu_compile.node_graphs import NodeGraph, vjp_graph
@@ -45,14 +52,6 @@ Sum = tuple[Source, ...]
 
 
 @dataclass(frozen=True, eq=False)
-class _Spliced:
-    """A structure's spliced graph and where each wanted key's cotangent is."""
-
-    graph: RecordedGraph
-    results: tuple[Result, ...]
-
-
-@dataclass(frozen=True, eq=False)
 class _Sweep:
     """One call's visited nodes, their VJP graphs and wiring, and its structure key."""
 
@@ -64,7 +63,7 @@ class _Sweep:
     key: Hashable
 
 
-_MEMO: SpliceMemo[_Spliced] = SpliceMemo()
+_MEMO: SpliceMemo = SpliceMemo()
 
 
 def _sweep(
@@ -109,7 +108,7 @@ def _sweep(
                   tuple(key))  # fmt: skip
 
 
-def _splice(sweep: _Sweep, seed_count: int) -> _Spliced:
+def _splice(sweep: _Sweep, seed_count: int) -> SplicedGraph:
     """The sweep's VJP graphs inlined into one graph (see the module docstring)."""
     builder = GraphBuilder()
     seed_ids = [builder.add_input(Name(f"s{i}")) for i in range(seed_count)]
@@ -134,7 +133,7 @@ def _splice(sweep: _Sweep, seed_count: int) -> _Spliced:
         arguments = [total(s) for s in seed_sums] + [primal_ids[p] for p in primals]
         node_outputs.append(inline(builder, vjp.recorded.graph, arguments))  # type: ignore[arg-type]
     results = splicing.set_results(builder, [total(s) for s in sweep.wanted], seed_ids)
-    return _Spliced(RecordedGraph.from_graph(builder.build()), results)
+    return SplicedGraph(RecordedGraph.from_graph(builder.build()), results)
 
 
 def spliced_cotangents(

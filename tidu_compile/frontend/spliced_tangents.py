@@ -36,7 +36,14 @@ from dataclasses import dataclass
 from tidu_compile.ad import Name
 from tidu_compile.eager import BackwardExecutor, EagerInput, RecordedGraph, Trace, upstream_nodes
 from tidu_compile.frontend import splicing
-from tidu_compile.frontend.splicing import Primals, Result, SpliceMemo, inline, pick, run_recorded
+from tidu_compile.frontend.splicing import (
+    Primals,
+    SplicedGraph,
+    SpliceMemo,
+    inline,
+    pick,
+    run_recorded,
+)
 from tidu_compile.frontend.tensor import Tensor, eager_input
 from tidu_compile.graph import GraphBuilder, ValueKey
 from tidu_compile.node_graphs import NodeGraph, jvp_graph
@@ -46,14 +53,6 @@ __all__ = ["spliced_tangents"]
 
 #: Where a tangent comes from: ``("given", i)`` or ``("node", position, slot)``.
 Source = tuple[str, int] | tuple[str, int, int]
-
-
-@dataclass(frozen=True, eq=False)
-class _Spliced:
-    """A structure's spliced graph and where each requested output's tangent is."""
-
-    graph: RecordedGraph
-    results: tuple[Result, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,7 +67,7 @@ class _Sweep:
     key: Hashable
 
 
-_MEMO: SpliceMemo[_Spliced] = SpliceMemo()
+_MEMO: SpliceMemo = SpliceMemo()
 
 
 def _sweep(
@@ -111,7 +110,7 @@ def _sweep(
                   tuple(primal_values.inputs), tuple(key))  # fmt: skip
 
 
-def _splice(sweep: _Sweep, given_count: int) -> _Spliced:
+def _splice(sweep: _Sweep, given_count: int) -> SplicedGraph:
     """The sweep's JVP graphs inlined into one graph (see the module docstring)."""
     builder = GraphBuilder()
     primal_ids = [builder.add_input(Name(f"p{i}")) for i in range(len(sweep.primal_inputs))]
@@ -130,7 +129,7 @@ def _splice(sweep: _Sweep, given_count: int) -> _Spliced:
         outs = inline(builder, jvp.recorded.graph, arguments)  # type: ignore[arg-type]
         node_outputs.append([None if r is None else outs[r] for r in jvp.results])
     results = splicing.set_results(builder, [local_of(s) for s in sweep.outputs], tangent_ids)
-    return _Spliced(RecordedGraph.from_graph(builder.build()), results)
+    return SplicedGraph(RecordedGraph.from_graph(builder.build()), results)
 
 
 def spliced_tangents(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Sequence
-from typing import Generic, TypeVar
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,8 +25,8 @@ from tidu_compile.frontend.tensor import CONSTANT_KEY, Tensor, record_node
 from tidu_compile.graph import Graph, GraphBuilder, Local, ValueKey
 
 __all__ = [
-    "MAX_NODES", "Primals", "Result", "SpliceMemo", "inline", "pick", "run_recorded",
-    "set_results",
+    "MAX_NODES", "Primals", "Result", "SpliceMemo", "SplicedGraph", "inline", "pick",
+    "run_recorded", "set_results",
 ]  # fmt: skip
 
 #: Sweeps of more nodes run node by node (a graph that large compiles for long).
@@ -35,11 +35,17 @@ MAX_NODES = 256
 #: Structures a memo remembers (seen once, or their spliced graph); cleared when full.
 _MAX_STRUCTURES = 256
 
-Spliced = TypeVar("Spliced")
-
 #: Where a requested result is: ``("out", i)`` (output ``i`` of the spliced graph),
 #: ``("given", i)`` (the sweep's given input ``i`` itself) or None (structurally zero).
 Result = tuple[str, int] | None
+
+
+@dataclass(frozen=True, eq=False)
+class SplicedGraph:
+    """A structure's spliced graph and where each requested result is in it."""
+
+    graph: RecordedGraph
+    results: tuple[Result, ...]
 
 
 class Primals:
@@ -109,18 +115,18 @@ def pick(results: Sequence[Result], recorded: Sequence[Tensor], given: Sequence[
             for r in results]  # fmt: skip
 
 
-class SpliceMemo(Generic[Spliced]):
+class SpliceMemo:
     """Spliced graphs by executor and sweep structure; a structure an executor has seen
     once is only remembered (so a fresh executor runs a sweep as the first one did)."""
 
     def __init__(self) -> None:
-        self._by_executor: weakref.WeakKeyDictionary[object, dict[Hashable, Spliced | None]]
+        self._by_executor: weakref.WeakKeyDictionary[object, dict[Hashable, SplicedGraph | None]]
         self._by_executor = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def get(
-        self, executor: BackwardExecutor, key: Hashable, splice: Callable[[], Spliced]
-    ) -> Spliced | None:
+        self, executor: BackwardExecutor, key: Hashable, splice: Callable[[], SplicedGraph]
+    ) -> SplicedGraph | None:
         """The structure's spliced graph (``splice()`` the second time ``executor`` asks
         for it); None the first time."""
         with self._lock:
