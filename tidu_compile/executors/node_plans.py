@@ -56,7 +56,8 @@ class ExecutorStats:
     #: ``@tc.function`` calls that computed their loss's gradient with their forward, in
     #: one program (``frontend.joint_forward``, which counts them).
     joint_runs: int = 0
-    #: Forward-mode sweeps run as one spliced graph (``frontend.spliced_tangents``).
+    #: Forward-mode and graph-keeping reverse sweeps run as one spliced graph
+    #: (``frontend.spliced_tangents``, ``frontend.spliced_cotangents``).
     spliced_runs: int = 0
     compile_seconds: float = 0.0
     #: Time spent reading disk hits and loading their object code (not compiling).
